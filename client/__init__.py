@@ -1,0 +1,1 @@
+"""The ``slidewin`` command: a thin click shell over db/, ingest/ and jobs/."""

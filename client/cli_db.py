@@ -1,0 +1,141 @@
+"""``slidewin db``: create/upgrade the schema, show per-partition state, run the embedded server."""
+
+from __future__ import annotations
+
+import click
+
+from client.cli import cli
+from client.context import AppContext, emit_json, pass_app
+from db import embedded
+from db.config import configured_dsn, redact
+from db.connect import ensure_embedded
+from db.schema import init_schema
+from db.status import partition_status, store_summary
+
+
+@cli.group()
+def db() -> None:
+    """Create, inspect and serve the store.
+
+    \b
+    Examples:
+      slidewin db init --partitions 8
+      slidewin db status --json
+      slidewin db start && psql "$(slidewin db url)"
+    """
+
+
+@db.command("init")
+@click.option(
+    "--partitions",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Partitions of the raw table (default: keep the current count, or 8 on a new store). "
+    "Partitions can be added later, never removed.",
+)
+@pass_app
+def db_init(app: AppContext, partitions: int | None) -> None:
+    """Create or upgrade the schema (idempotent).
+
+    \b
+    Example:
+      slidewin db init --partitions 16
+    """
+    with app.connect(autocommit=False) as conn:
+        report = init_schema(conn, partitions)
+    app.progress(
+        f"slidewin schema version {report.version} ready at {redact(app.dsn)}: "
+        f"{report.partitions} partitions"
+        + (f", applied {', '.join(report.applied_migrations)}" if report.applied_migrations else "")
+    )
+
+
+@db.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@pass_app
+def db_status(app: AppContext, as_json: bool) -> None:
+    """Rows, event-time range, rollup seconds, sizes and dead tuples per partition.
+
+    \b
+    Example:
+      slidewin db status --json | jq '.partitions[] | .rows'
+    """
+    with app.connect() as conn:
+        parts = partition_status(conn)
+        head = store_summary(conn)
+    if as_json:
+        emit_json({**head, "partitions": [p.as_json() for p in parts]})
+        return
+    click.echo(
+        f"schema v{head['schema_version']}, {head['partitions']} partitions, stream time "
+        f"{head['stream_time'] or '-'}, {head['dead_letters']} dead letters, "
+        f"{head['ingest_batches']} ingest batches"
+    )
+    click.echo(
+        f"{'part':>4} {'rows':>10} {'oldest':>26} {'newest':>26} {'seconds':>8} "
+        f"{'table_kB':>9} {'index_kB':>9} {'dead':>8}"
+    )
+    for p in parts:
+        click.echo(
+            f"{p.part:>4} {p.rows:>10} {_ts(p.oldest):>26} {_ts(p.newest):>26} "
+            f"{p.rollup_seconds:>8} {p.table_bytes // 1024:>9} {p.index_bytes // 1024:>9} "
+            f"{p.dead_tuples:>8}"
+        )
+
+
+def _ts(value: object) -> str:
+    return value.isoformat(timespec="milliseconds") if value is not None else "-"  # type: ignore[attr-defined]
+
+
+@db.command("start")
+@pass_app
+def db_start(app: AppContext) -> None:
+    """Start the embedded PostgreSQL and keep it running (until ``slidewin db stop``).
+
+    Other commands start it on demand and stop it when they finish; start it explicitly when you
+    want to connect with psql in between.
+
+    \b
+    Example:
+      slidewin db start && psql "$(slidewin db url)"
+    """
+    _refuse_with_dsn("start")
+    dsn = ensure_embedded(app.data_dir, keep=True)
+    app.progress(f"embedded PostgreSQL running in {embedded.pgdata(app.data_dir)}")
+    click.echo(dsn)
+
+
+@db.command("stop")
+@pass_app
+def db_stop(app: AppContext) -> None:
+    """Stop the embedded PostgreSQL (its data stays in the data directory).
+
+    \b
+    Example:
+      slidewin db stop
+    """
+    _refuse_with_dsn("stop")
+    stopped = embedded.stop_embedded(app.data_dir)
+    app.progress("embedded PostgreSQL stopped" if stopped else "embedded PostgreSQL was not running")
+
+
+@db.command("url")
+@pass_app
+def db_url(app: AppContext) -> None:
+    """Print the connection string in use (password masked), e.g. for psql.
+
+    \b
+    Example:
+      psql "$(slidewin db url)"
+    """
+    click.echo(redact(app.dsn))
+
+
+def _refuse_with_dsn(verb: str) -> None:
+    if configured_dsn():
+        from db.errors import ConfigError
+
+        raise ConfigError(
+            f"db {verb} manages the embedded server, but a DSN is configured "
+            "(--dsn / SLIDEWIN_DSN / DATABASE_URL); unset it to use the embedded server"
+        )

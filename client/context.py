@@ -1,0 +1,53 @@
+"""What every command shares: the resolved store, output mode, and error display."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import psycopg
+
+from db.config import data_dir
+from db.connect import connect, resolve_dsn
+
+
+@dataclass
+class AppContext:
+    """Options of the root ``slidewin`` command; the DSN is resolved on first use only."""
+
+    dsn_option: str | None = None
+    data_dir_option: str | None = None
+    debug: bool = False
+    quiet: bool = False
+    _dsn: str | None = field(default=None, repr=False)
+
+    @property
+    def data_dir(self) -> Path:
+        return data_dir(self.data_dir_option)
+
+    @property
+    def dsn(self) -> str:
+        if self._dsn is None:
+            self._dsn = resolve_dsn(self.dsn_option, self.data_dir_option)
+        return self._dsn
+
+    def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
+        return connect(self.dsn, autocommit=autocommit)
+
+    def progress(self, message: str) -> None:
+        """Progress goes to stderr, never mixed with data on stdout; -q silences it."""
+        if not self.quiet:
+            click.echo(message, err=True)
+
+
+pass_app = click.make_pass_decorator(AppContext, ensure=True)
+
+
+def emit_json(obj: Any) -> None:
+    """One JSON object on one line of stdout (the last line, for --json commands)."""
+    sys.stdout.write(json.dumps(obj, default=str, sort_keys=True) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,1 @@
+"""slidewin's database layer: connections, the schema, and typed calls to the procedures."""

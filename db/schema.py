@@ -1,0 +1,79 @@
+"""Creating and upgrading the schema: versioned SQL with a recorded version.
+
+``init_schema`` applies the idempotent baseline (procedures.BASELINE) every time -- so functions
+are always the ones shipped with this code -- then each migration newer than the recorded
+version, once, in one transaction under an advisory lock: two inits never interleave, and a
+failed init leaves the previous schema intact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+
+import procedures
+from db.connect import procedure_errors
+
+BASELINE_VERSION = 1
+INIT_LOCK = "slidewin.init_schema"
+
+
+@dataclass(frozen=True)
+class SchemaReport:
+    version: int
+    partitions: int
+    applied_migrations: tuple[str, ...]
+
+
+def latest_version() -> int:
+    found = procedures.migrations()
+    return found[-1][0] if found else BASELINE_VERSION
+
+
+def init_schema(conn: psycopg.Connection, partitions: int | None = None) -> SchemaReport:
+    """Create or upgrade the schema; add partitions up to ``partitions`` (default: keep, or 8)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (INIT_LOCK,))
+        for name in procedures.BASELINE:
+            conn.execute(procedures.read_sql(name))
+        applied = _apply_migrations(conn)
+        with procedure_errors():
+            count = _ensure_partitions(conn, partitions)
+    return SchemaReport(current_version(conn) or BASELINE_VERSION, count, applied)
+
+
+def _apply_migrations(conn: psycopg.Connection) -> tuple[str, ...]:
+    conn.execute(
+        "INSERT INTO slidewin.schema_version (version, name) VALUES (%s, 'baseline') "
+        "ON CONFLICT DO NOTHING",
+        (BASELINE_VERSION,),
+    )
+    done = current_version(conn) or BASELINE_VERSION
+    applied = []
+    for version, name in procedures.migrations():
+        if version > done:
+            conn.execute(procedures.read_sql(name))
+            conn.execute(
+                "INSERT INTO slidewin.schema_version (version, name) VALUES (%s, %s)",
+                (version, name),
+            )
+            applied.append(name)
+    return tuple(applied)
+
+
+def _ensure_partitions(conn: psycopg.Connection, partitions: int | None) -> int:
+    if partitions is None:
+        row = conn.execute("SELECT partitions FROM slidewin.config").fetchone()
+        partitions = row[0] if row else 8
+    result = conn.execute("SELECT slidewin.ensure_partitions(%s)", (partitions,)).fetchone()
+    return int(result[0]) if result else partitions
+
+
+def current_version(conn: psycopg.Connection) -> int | None:
+    """The recorded schema version, or None when slidewin was never initialised here."""
+    exists = conn.execute("SELECT to_regclass('slidewin.schema_version')").fetchone()
+    if not exists or exists[0] is None:
+        return None
+    row = conn.execute("SELECT max(version) FROM slidewin.schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else None

@@ -1,0 +1,1 @@
+"""Spark Structured Streaming ingest: landing directory -> exactly-once rows and rollups."""

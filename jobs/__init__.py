@@ -1,0 +1,1 @@
+"""Scheduled retention: APScheduler jobs that nibble every partition ("run everywhere")."""

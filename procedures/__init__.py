@@ -1,0 +1,66 @@
+"""The store's SQL: DDL and PL/pgSQL, one object per ``.sql`` file, shipped as package data.
+
+``BASELINE`` is the order ``slidewin db init`` applies them in. Every baseline file is idempotent
+(``IF NOT EXISTS`` / ``OR REPLACE``), so init both creates and refreshes; schema changes that are
+not idempotent go in ``migrations/NNNN_name.sql`` and run once each, recorded in
+``slidewin.schema_version``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+BASELINE: tuple[str, ...] = (
+    "schema.sql",
+    "tables/schema_version.sql",
+    "tables/config.sql",
+    "tables/events.sql",
+    "tables/rollups.sql",
+    "tables/dead_letters.sql",
+    "tables/ingest_batches.sql",
+    "tables/retention_settings.sql",
+    "functions/partition_of.sql",
+    "functions/partition_of_current.sql",
+    "functions/partition_keys.sql",
+    "functions/check_partition.sql",
+    "functions/check_chunk.sql",
+    "functions/check_window.sql",
+    "functions/rollups_add.sql",
+    "functions/rollups_subtract.sql",
+    "triggers/rollups_on_insert.sql",
+    "triggers/rollups_on_delete.sql",
+    "triggers/rollups_on_update.sql",
+    "triggers/rollups_on_truncate.sql",
+    "functions/attach_rollup_triggers.sql",
+    "triggers/events_rollup_triggers.sql",
+    "functions/ensure_partitions.sql",
+    "functions/nibble.sql",
+    "functions/delete_after_date.sql",
+    "functions/delete_oldest_to_target.sql",
+    "functions/delete_to_limits.sql",
+    "functions/insert_event.sql",
+    "functions/insert_and_delete_after_date.sql",
+    "functions/insert_and_delete_oldest_to_target.sql",
+    "functions/window_summary.sql",
+    "functions/window_avg.sql",
+    "functions/window_max.sql",
+    "functions/stream_time.sql",
+    "views/minute_history.sql",
+    "functions/refresh_minute_history.sql",
+)
+
+
+def read_sql(name: str) -> str:
+    """Return the text of one packaged ``.sql`` file, e.g. ``functions/nibble.sql``."""
+    return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+
+
+def migrations() -> list[tuple[int, str]]:
+    """``(version, file name)`` of every migration, in version order (versions start at 2)."""
+    folder = resources.files(__name__).joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        stem = entry.name.removesuffix(".sql")
+        if entry.name.endswith(".sql") and stem[:4].isdigit():
+            found.append((int(stem[:4]), f"migrations/{entry.name}"))
+    return sorted(found)

@@ -1,0 +1,20 @@
+-- slidewin.delete_to_limits(p_part, p_cutoff, p_target_rows, p_chunk): both limits at once
+-- (VoltDB refuses the combination). Deletes up to p_chunk of the oldest rows of partition p_part
+-- that are older than p_cutoff or beyond the newest p_target_rows. Returns the rows deleted.
+CREATE OR REPLACE FUNCTION slidewin.delete_to_limits(
+    p_part integer, p_cutoff timestamptz, p_target_rows bigint, p_chunk integer DEFAULT 100)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF p_cutoff IS NULL THEN
+        RAISE EXCEPTION 'p_cutoff must be a timestamp, got NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_target_rows IS NULL OR p_target_rows < 0 THEN
+        RAISE EXCEPTION 'p_target_rows must be >= 0, got %', coalesce(p_target_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN slidewin.nibble(p_part, p_cutoff, p_target_rows, p_chunk);
+END
+$$;

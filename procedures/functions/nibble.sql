@@ -1,0 +1,57 @@
+-- slidewin.nibble(p_part, p_cutoff, p_target_rows, p_chunk): the one bounded delete under every
+-- retention procedure. Returns the number of rows it deleted.
+--
+-- Contract (promise 4):
+--   * deletes from partition p_part the oldest rows, in (ts, uuid) order -- a total order, since
+--     (part, ts, uuid) is the primary key -- that are older than p_cutoff (when given) or beyond
+--     the newest p_target_rows (when given);
+--   * deletes at most p_chunk rows: the chunk is a cap, not a target (VoltDB's overshoots on
+--     timestamp ties; the uuid tie-break removes the tie);
+--   * always makes progress when there is work: the oldest row qualifies whenever any row does;
+--   * deterministic: the same state and arguments delete the same rows.
+-- Cost: reads at most p_chunk index entries and the partition's rollup rows, never the table.
+-- The row count comes from slidewin.rollups, which are exact (promise 1).
+CREATE OR REPLACE FUNCTION slidewin.nibble(
+    p_part integer, p_cutoff timestamptz, p_target_rows bigint, p_chunk integer)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_excess  bigint := 0;
+    v_ctids   tid[];
+    v_deleted bigint;
+BEGIN
+    PERFORM slidewin.check_partition(p_part);
+    PERFORM slidewin.check_chunk(p_chunk);
+    IF p_cutoff IS NULL AND p_target_rows IS NULL THEN
+        RAISE EXCEPTION 'p_cutoff and p_target_rows are both NULL; give at least one limit'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_target_rows IS NOT NULL THEN
+        IF p_target_rows < 0 THEN
+            RAISE EXCEPTION 'p_target_rows must be >= 0, got %', p_target_rows
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        SELECT greatest(coalesce(sum(n), 0) - p_target_rows, 0) INTO v_excess
+          FROM slidewin.rollups WHERE part = p_part;
+    END IF;
+
+    -- Oldest p_chunk rows; a row goes if it is within the excess or older than the cutoff. Both
+    -- conditions select a prefix of the (ts, uuid) order, so the victims are a prefix too.
+    -- EXECUTE plans with the actual partition, so the scan is pruned to that one partition.
+    EXECUTE
+        'SELECT array_agg(ctid) FROM ('
+        '  SELECT ctid, ts, row_number() OVER (ORDER BY ts, uuid) AS rn'
+        '    FROM (SELECT ctid, ts, uuid FROM slidewin.events WHERE part = $1'
+        '          ORDER BY ts, uuid LIMIT $2) AS oldest'
+        ') AS o WHERE o.rn <= $3 OR o.ts < $4'
+        INTO v_ctids USING p_part::smallint, p_chunk, v_excess, p_cutoff;
+    IF v_ctids IS NULL THEN
+        RETURN 0;
+    END IF;
+    EXECUTE 'DELETE FROM slidewin.events WHERE part = $1 AND ctid = ANY ($2)'
+        USING p_part::smallint, v_ctids;
+    GET DIAGNOSTICS v_deleted = ROW_COUNT;
+    RETURN v_deleted;
+END
+$$;

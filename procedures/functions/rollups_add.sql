@@ -1,0 +1,22 @@
+-- slidewin.rollups_add(...): merge per-(second, partition) aggregates of inserted rows.
+--
+-- Contract: arrays are parallel, one element per (sec, part); rows are upserted in (sec, part)
+-- order so concurrent writers take row locks in one order and cannot deadlock each other.
+CREATE OR REPLACE FUNCTION slidewin.rollups_add(
+    p_sec timestamptz[], p_part smallint[], p_n bigint[], p_total numeric[],
+    p_vmin bigint[], p_vmax bigint[])
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO slidewin.rollups AS r (sec, part, n, total, vmin, vmax)
+    SELECT d.sec, d.part, d.n, d.total, d.vmin, d.vmax
+    FROM unnest(p_sec, p_part, p_n, p_total, p_vmin, p_vmax) AS d(sec, part, n, total, vmin, vmax)
+    ORDER BY d.sec, d.part
+    ON CONFLICT (sec, part) DO UPDATE
+       SET n = r.n + excluded.n,
+           total = r.total + excluded.total,
+           vmin = least(r.vmin, excluded.vmin),
+           vmax = greatest(r.vmax, excluded.vmax);
+END
+$$;

@@ -1,0 +1,22 @@
+-- slidewin.window_summary(p_seconds, p_now): count, sum, min, max, avg over the last p_seconds.
+--
+-- Contract: the window is the p_seconds whole seconds ending with the one p_now falls in,
+-- [trunc(p_now) - (p_seconds - 1) s, trunc(p_now) + 1 s), read from slidewin.rollups only --
+-- about p_seconds x partitions rows, whatever the size of the raw table (promise 5).
+-- p_now defaults to the wall clock; pass slidewin.stream_time() for the newest event time.
+-- A NULL p_now (no events yet) or an empty window gives n = 0 and NULL aggregates.
+CREATE OR REPLACE FUNCTION slidewin.window_summary(p_seconds integer, p_now timestamptz DEFAULT now())
+RETURNS TABLE (n bigint, total numeric, vmin bigint, vmax bigint, avg double precision)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_end timestamptz := date_trunc('second', p_now, 'UTC');
+BEGIN
+    PERFORM slidewin.check_window(p_seconds);
+    RETURN QUERY
+    SELECT coalesce(sum(r.n), 0)::bigint, sum(r.total), min(r.vmin), max(r.vmax),
+           (sum(r.total) / nullif(sum(r.n), 0))::double precision
+      FROM slidewin.rollups r
+     WHERE r.sec > v_end - make_interval(secs => p_seconds) AND r.sec <= v_end;
+END
+$$;

@@ -1,0 +1,2 @@
+-- slidewin: the schema that holds every slidewin object.
+CREATE SCHEMA IF NOT EXISTS slidewin;

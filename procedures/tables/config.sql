@@ -1,0 +1,7 @@
+-- slidewin.config: the single row of store-wide settings.
+-- partitions only grows (slidewin.ensure_partitions refuses to shrink): rows never lose their home.
+CREATE TABLE IF NOT EXISTS slidewin.config (
+    id         boolean PRIMARY KEY DEFAULT true CHECK (id),
+    partitions integer NOT NULL DEFAULT 8 CHECK (partitions BETWEEN 1 AND 1024)
+);
+INSERT INTO slidewin.config (id, partitions) VALUES (true, 8) ON CONFLICT (id) DO NOTHING;

@@ -1,0 +1,15 @@
+-- slidewin.rollups_on_truncate(): AFTER TRUNCATE statement trigger: truncating the parent empties
+-- every rollup; truncating one partition empties that partition's rollups.
+CREATE OR REPLACE FUNCTION slidewin.rollups_on_truncate()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'events' THEN
+        DELETE FROM slidewin.rollups;
+    ELSE
+        DELETE FROM slidewin.rollups WHERE part = substr(TG_TABLE_NAME, length('events_p') + 1)::smallint;
+    END IF;
+    RETURN NULL;
+END
+$$;

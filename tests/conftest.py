@@ -1,0 +1,68 @@
+"""Shared fixtures: one real PostgreSQL for the session, a fresh slidewin database per module,
+and a clean store per test. See tests/pgfixture.py for where the server comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+
+from db.schema import init_schema
+from tests.invariants import assert_rollups_exact
+from tests.pgfixture import create_database, drop_database, server_dsn
+
+# A pinned clock: tests pass it wherever "now" is needed and never sleep for expiry.
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+CLEAN_SQL = (
+    "TRUNCATE slidewin.events, slidewin.dead_letters, slidewin.ingest_batches, "
+    "slidewin.retention_settings"
+)
+
+
+@pytest.fixture(scope="session")
+def pg_admin_dsn() -> Iterator[str]:
+    with server_dsn() as (dsn, _source):
+        yield dsn
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    import os
+
+    if os.environ.get("SLIDEWIN_TEST_DSN"):
+        return "slidewin: PostgreSQL from SLIDEWIN_TEST_DSN"
+    return "slidewin: PostgreSQL from testcontainers if Docker answers, else embedded pgserver"
+
+
+@pytest.fixture(scope="session")
+def make_store(pg_admin_dsn: str) -> Iterator[Callable[..., str]]:
+    """Factory: a new database with the slidewin schema; returns its DSN. Dropped at the end."""
+    made: list[str] = []
+
+    def make(partitions: int = 8) -> str:
+        dsn = create_database(pg_admin_dsn)
+        made.append(dsn)
+        with psycopg.connect(dsn) as conn:
+            init_schema(conn, partitions)
+        return dsn
+
+    yield make
+    for dsn in made:
+        drop_database(pg_admin_dsn, dsn)
+
+
+@pytest.fixture(scope="session")
+def store_dsn(make_store: Callable[..., str]) -> str:
+    """The session's shared store (8 partitions). Tests using it get it emptied first."""
+    return make_store(8)
+
+
+@pytest.fixture
+def conn(store_dsn: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to an empty store; the rollup invariant is checked afterwards."""
+    with psycopg.connect(store_dsn, autocommit=True) as c:
+        c.execute(CLEAN_SQL)
+        yield c
+        assert_rollups_exact(c)

@@ -1,0 +1,38 @@
+"""Schema init: idempotent, versioned, partitions only grow."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from db.errors import ProcedureError
+from db.schema import BASELINE_VERSION, current_version, init_schema
+
+
+def test_init_is_idempotent_and_records_version(make_store):
+    dsn = make_store(4)
+    with psycopg.connect(dsn) as conn:
+        again = init_schema(conn)  # no --partitions: keeps the 4 that exist
+        assert again.partitions == 4
+        assert current_version(conn) == BASELINE_VERSION
+        parts = conn.execute(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = 'slidewin.events'::regclass"
+        ).fetchone()[0]
+        assert parts == 4
+
+
+def test_partitions_can_be_added_not_removed(make_store):
+    dsn = make_store(2)
+    with psycopg.connect(dsn) as conn:
+        assert init_schema(conn, 3).partitions == 3
+        with pytest.raises(ProcedureError, match="can only be added"):
+            init_schema(conn, 2)
+        keys = [r[0] for r in conn.execute("SELECT slidewin.partition_keys()").fetchall()]
+        assert keys == [0, 1, 2]
+
+
+def test_raw_table_has_no_index_on_val(conn):
+    defs = [r[0] for r in conn.execute(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'slidewin' AND tablename = 'events'"
+    ).fetchall()]
+    assert defs and all("val" not in d for d in defs), defs
