@@ -51,7 +51,9 @@ class SlidewinGroup(click.Group):
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 @click.version_option(package_name="slidewin")
 @click.pass_context
-def cli(ctx: click.Context, dsn: str | None, data_dir: str | None, debug: bool, quiet: bool) -> None:
+def cli(
+    ctx: click.Context, dsn: str | None, data_dir: str | None, debug: bool, quiet: bool
+) -> None:
     """slidewin: a sliding window of timestamped values in PostgreSQL.
 
     \b
@@ -66,7 +68,8 @@ def cli(ctx: click.Context, dsn: str | None, data_dir: str | None, debug: bool, 
 
 def _load_commands() -> None:
     """Import every ``client.cli_*`` module; each registers its commands on ``cli``."""
-    names = sorted(m.name for m in pkgutil.iter_modules(client.__path__) if m.name.startswith("cli_"))
+    found = pkgutil.iter_modules(client.__path__)
+    names = sorted(m.name for m in found if m.name.startswith("cli_"))
     if "cli_bench" in names:  # bench is the group other modules add subcommands to
         names.insert(0, names.pop(names.index("cli_bench")))
     for name in names:

@@ -116,7 +116,7 @@ def db_stop(app: AppContext) -> None:
     """
     _refuse_with_dsn("stop")
     stopped = embedded.stop_embedded(app.data_dir)
-    app.progress("embedded PostgreSQL stopped" if stopped else "embedded PostgreSQL was not running")
+    app.progress(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}")
 
 
 @db.command("url")

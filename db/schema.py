@@ -35,7 +35,7 @@ def init_schema(conn: psycopg.Connection, partitions: int | None = None) -> Sche
     """Create or upgrade the schema; add partitions up to ``partitions`` (default: keep, or 8)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (INIT_LOCK,))
-        for name in procedures.BASELINE:
+        for name in procedures.all_files():
             conn.execute(procedures.read_sql(name))
         applied = _apply_migrations(conn)
         with procedure_errors():

@@ -50,6 +50,25 @@ BASELINE: tuple[str, ...] = (
 )
 
 
+# Areas with SQL of their own; each folder's ``order.txt`` lists its files, one per line, in the
+# order to apply them (after BASELINE). Every file there is idempotent too.
+AREAS: tuple[str, ...] = ("ingest", "jobs", "client")
+
+
+def area_files(area: str) -> list[str]:
+    """The files of one area, in apply order (empty when the area has none)."""
+    order = resources.files(__name__).joinpath(area, "order.txt")
+    if not order.is_file():
+        return []
+    lines = order.read_text(encoding="utf-8").splitlines()
+    return [f"{area}/{line.strip()}" for line in lines if line.strip() and not line.startswith("#")]
+
+
+def all_files() -> list[str]:
+    """BASELINE, then each area's files."""
+    return [*BASELINE, *(name for area in AREAS for name in area_files(area))]
+
+
 def read_sql(name: str) -> str:
     """Return the text of one packaged ``.sql`` file, e.g. ``functions/nibble.sql``."""
     return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")

@@ -1,0 +1,52 @@
+"""click parameter types for durations and row counts (see db.units)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+
+from db.errors import ConfigError
+from db.units import parse_count, parse_duration
+
+
+class DurationType(click.ParamType):
+    """A duration option: ``30s``, ``100ms``, ``5m``; a bare number is in ``default_unit``."""
+
+    name = "duration"
+
+    def __init__(self, default_unit: str = "s", minimum: timedelta = timedelta(0)) -> None:
+        self.default_unit = default_unit
+        self.minimum = minimum
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, timedelta):
+            return value
+        label = f"--{param.name.replace('_', '-')}" if param and param.name else "duration"
+        try:
+            result = parse_duration(str(value), name=label, default_unit=self.default_unit)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+        if result < self.minimum:
+            self.fail(f"{label} {value!r} is below the minimum {self.minimum}", param, ctx)
+        return result
+
+
+class CountType(click.ParamType):
+    """A row-count option: ``5000``, ``10k``, ``2M``."""
+
+    name = "rows"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, int):
+            return value
+        label = f"--{param.name.replace('_', '-')}" if param and param.name else "count"
+        try:
+            return parse_count(str(value), name=label)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = DurationType()
+DURATION_MS = DurationType(default_unit="ms")
+COUNT = CountType()

@@ -1,0 +1,36 @@
+"""Parsing the units people type: durations ("30s", "100ms", "5m", "1h", "2.5s") and row counts
+("1000", "10k", "2M"). Errors name the bad text and show what is accepted."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from db.errors import ConfigError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_COUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
+_COUNT_UNITS = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
+
+
+def parse_duration(text: str, *, name: str = "duration", default_unit: str = "s") -> timedelta:
+    """``"30s"`` -> 30 s; a bare number is in ``default_unit``. Negative values are refused."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ConfigError(
+            f"{name} {text!r} is not a duration; use a number with a unit, e.g. 500ms, 30s, 5m, 1h"
+        )
+    seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2) or default_unit]
+    return timedelta(seconds=seconds)
+
+
+def parse_count(text: str, *, name: str = "count") -> int:
+    """``"10k"`` -> 10000; ``"2M"`` -> 2000000. Must be a whole number of rows, >= 0."""
+    match = _COUNT.match(str(text))
+    if not match:
+        raise ConfigError(f"{name} {text!r} is not a row count; use e.g. 5000, 10k or 2M")
+    value = float(match.group(1)) * _COUNT_UNITS[match.group(2).lower()]
+    if value != int(value):
+        raise ConfigError(f"{name} {text!r} is not a whole number of rows; use e.g. 1500 or 1.5k")
+    return int(value)
