@@ -16,6 +16,10 @@ from typing import Any
 
 from db.errors import DatabaseUnavailable
 
+# pgserver asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR that warns on
+# every command, though the /tmp fallback it takes works fine.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+
 _servers: dict[Path, Any] = {}
 
 
