@@ -1,0 +1,195 @@
+"""Run-everywhere retention: rounds of bounded nibble deletes over every partition.
+
+A *round* lists the partitions afresh (``slidewin.partition_keys()``, VoltDB's
+@GetPartitionKeys, so a partition added meanwhile is covered by the next round), computes the
+per-partition row targets when the policy has a row limit, and calls ``slidewin.nibble`` once per
+partition: at most ``chunk`` of its oldest rows that are older than ``now - history`` or beyond
+its target. A round that deleted a full chunk somewhere *filled* it: more work may be waiting, so
+``run_until_caught_up`` starts the next round at once; otherwise it returns and the scheduler
+waits ``yield`` before the next run (VoltDB's deleteyieldtime).
+
+Single flight: every round holds the session advisory lock ``slidewin.retention`` (one per
+database), so two schedulers -- or two threads -- never run rounds at once. Without the lock two
+rounds could both read a partition's excess, then each delete a chunk of it: an overshoot. With
+it, each round sees the previous round's committed deletes.
+
+Each nibble commits on its own (autocommit connection), so row locks are held for one chunk only
+and the rollups (kept exact by the delete trigger) move in step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from threading import Event
+
+import psycopg
+
+from db.connect import procedure_errors
+from db.retention import nibble, partition_keys
+from jobs.config import RetentionPolicy
+from jobs.errors import ConnectionModeError
+
+LOCK_NAME = "slidewin.retention"
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one round did.
+
+    ``deleted``: rows deleted per partition (every partition of the round, zeros included).
+    ``targets``: the per-partition row targets in force (None when the policy has no row limit).
+    ``filled``: some partition's nibble deleted a full chunk, so more work may be waiting.
+    ``skipped``: another round held the lock; this one did nothing.
+    ``nibble_ms``: wall time of each partition's nibble call, in milliseconds.
+    """
+
+    now: datetime
+    deleted: dict[int, int]
+    targets: dict[int, int] | None
+    filled: bool
+    skipped: bool = False
+    nibble_ms: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.deleted.values())
+
+
+@dataclass(frozen=True)
+class CatchUpResult:
+    """What ``run_until_caught_up`` did: rounds run, rows deleted per partition (summed)."""
+
+    rounds: int
+    deleted: dict[int, int]
+    caught_up: bool
+    skipped: bool
+    last: RoundResult | None
+
+    @property
+    def total(self) -> int:
+        return sum(self.deleted.values())
+
+
+def run_round(
+    conn: psycopg.Connection, policy: RetentionPolicy, now: datetime, *, wait: bool = False
+) -> RoundResult:
+    """One round over every partition, under the retention lock.
+
+    ``conn`` must be in autocommit mode. ``now`` is the clock (UTC-aware): rows older than
+    ``now - history`` go. With ``wait=False`` a round that finds the lock held returns at once
+    with ``skipped=True``; with ``wait=True`` it waits for the lock.
+    """
+    _check_conn(conn)
+    _check_now(now)
+    if not _acquire(conn, wait):
+        return RoundResult(now=now, deleted={}, targets=None, filled=False, skipped=True)
+    try:
+        return _nibble_all(conn, policy, now)
+    finally:
+        _release(conn)
+
+
+def run_until_caught_up(
+    conn: psycopg.Connection,
+    policy: RetentionPolicy,
+    now: datetime | Clock | None = None,
+    *,
+    stop: Event | None = None,
+    max_rounds: int = 1000,
+    wait: bool = False,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> CatchUpResult:
+    """Run rounds back to back while any partition fills its chunk; then return.
+
+    ``now`` is a fixed datetime (tests pin it), a zero-argument clock called before each round,
+    or None for the wall clock. Stops early when ``stop`` is set (checked between rounds), after
+    ``max_rounds`` (so one scheduler run stays bounded), or when a round is skipped because
+    another holds the lock. ``caught_up`` is True when the last round filled no chunk.
+    """
+    clock = _clock(now)
+    totals: dict[int, int] = {}
+    last: RoundResult | None = None
+    rounds = 0
+    while rounds < max_rounds and not (stop is not None and stop.is_set()):
+        last = run_round(conn, policy, clock(), wait=wait)
+        rounds += 1
+        _add(totals, last.deleted)
+        if on_round is not None:
+            on_round(last)
+        if last.skipped or not last.filled:
+            break
+    caught_up = last is not None and not last.skipped and not last.filled
+    skipped = last is not None and last.skipped
+    return CatchUpResult(rounds, totals, caught_up, skipped, last)
+
+
+def row_targets(
+    conn: psycopg.Connection, max_rows: int, split: str = "global"
+) -> dict[int, int]:
+    """Per-partition row targets for a global ``max_rows`` (see slidewin.retention_targets)."""
+    with procedure_errors():
+        rows = conn.execute(
+            "SELECT part, target_rows FROM slidewin.retention_targets(%s, %s)", (max_rows, split)
+        ).fetchall()
+    return {int(part): int(target) for part, target in rows}
+
+
+def _nibble_all(conn: psycopg.Connection, policy: RetentionPolicy, now: datetime) -> RoundResult:
+    limit = policy.row_limit
+    targets = row_targets(conn, limit, policy.split) if limit else None
+    keys = sorted(targets) if targets is not None else partition_keys(conn)
+    cutoff = now - policy.history_limit if policy.history_limit else None
+    deleted: dict[int, int] = {}
+    timings: dict[int, float] = {}
+    for part in keys:
+        started = time.perf_counter()
+        target = targets[part] if targets is not None else None
+        deleted[part] = nibble(conn, part, cutoff, target, policy.chunk)
+        timings[part] = (time.perf_counter() - started) * 1000.0
+    filled = any(n >= policy.chunk for n in deleted.values())
+    return RoundResult(now, deleted, targets, filled, False, timings)
+
+
+def _acquire(conn: psycopg.Connection, wait: bool) -> bool:
+    if wait:
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (LOCK_NAME,))
+        return True
+    row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (LOCK_NAME,)).fetchone()
+    return bool(row and row[0])
+
+
+def _release(conn: psycopg.Connection) -> None:
+    if conn.closed or conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        return  # a broken session drops its advisory locks when it ends
+    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (LOCK_NAME,))
+
+
+def _check_conn(conn: psycopg.Connection) -> None:
+    if not conn.autocommit:
+        raise ConnectionModeError(
+            "retention rounds need an autocommit connection (each nibble commits on its own so "
+            "its row locks stay short); connect with autocommit=True"
+        )
+
+
+def _check_now(now: datetime) -> None:
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise ValueError(f"now must be a timezone-aware datetime, got {now!r}")
+
+
+def _clock(now: datetime | Clock | None) -> Clock:
+    if now is None:
+        return lambda: datetime.now(UTC)
+    if isinstance(now, datetime):
+        return lambda: now
+    return now
+
+
+def _add(totals: dict[int, int], deleted: dict[int, int]) -> None:
+    for part, n in deleted.items():
+        totals[part] = totals.get(part, 0) + n
