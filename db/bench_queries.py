@@ -1,0 +1,375 @@
+"""The query benchmark: window answers from the rollups against scanning the raw rows.
+
+What one run does, all in a dedicated fresh database (``slidewin_bench_<random>``, dropped at the
+end unless ``keep``), so the user's store is never touched:
+
+1. Index cost. The same ``copy_rows`` rows are COPYed into the empty raw table three ways -- as
+   shipped (primary key + rollup triggers), without the primary key (triggers kept), and with an
+   extra index on ``val`` -- ``copy_rounds`` times, the variant order rotating each round so
+   machine noise spreads evenly. Median rows/s per variant; the table is truncated in between.
+2. Load. ``rows`` rows spread evenly over ``seconds`` of event time (ts increments of
+   seconds/rows), keys from a fixed pool of random UUIDs, values uniform in [0, 1e6), COPYed in
+   chunks of ``chunk_rows`` (one transaction each: the rollup trigger aggregates each COPY).
+   Then VACUUM ANALYZE, as autovacuum would do soon after.
+3. Windows. For each window of N whole seconds ending with the newest second: the average from
+   the rollups (``slidewin.window_avg``) ``repeat`` times, interleaved with the naive raw scan
+   (``SELECT avg(val) FROM slidewin.events WHERE ts >= .. AND ts < ..``) ``naive_repeat`` times;
+   the max from the rollups (``slidewin.window_max``) ``repeat`` times. The answers of both ways
+   are compared once (``answers_match``).
+4. Nibbles. ``nibbles`` calls of ``slidewin.delete_after_date(part, cutoff, nibble_chunk)`` with a
+   cutoff past every row, round-robin over the partitions, each its own transaction. State is
+   NOT reset between calls: each call deletes the oldest ``nibble_chunk`` rows left by the
+   previous ones, as retention does in steady state.
+
+Every timing is client-side (``time.perf_counter``) over one warm connection, so it includes the
+round trip; p50/p99 are nearest-rank percentiles.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from db.connect import connect
+from db.errors import ConfigError, SlidewinError
+from db.events import partition_of
+from db.schema import init_schema
+
+Progress = Callable[[str], None]
+WINDOWS_S = (1, 5, 10, 30)
+KEY_POOL = 4096
+INDEX_VARIANTS = ("pk", "no_index", "pk_plus_val_index")
+
+
+@dataclass(frozen=True)
+class QueryBenchSpec:
+    """What to load and how often to measure. Field names match the CLI options."""
+
+    rows: int = 2_000_000
+    seconds: int = 40
+    partitions: int = 8
+    repeat: int = 200
+    naive_repeat: int = 15
+    nibbles: int = 200
+    nibble_chunk: int = 1000
+    copy_rows: int = 500_000
+    copy_rounds: int = 3
+    chunk_rows: int = 100_000
+    keep: bool = False
+    seed: int = 42
+
+    def __post_init__(self) -> None:
+        minimum = {"rows": 1, "seconds": 1, "partitions": 1, "repeat": 1, "naive_repeat": 1,
+                   "nibbles": 0, "nibble_chunk": 1, "copy_rows": 0, "copy_rounds": 1,
+                   "chunk_rows": 1}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in minimum and value < minimum[f.name]:
+                option = "--" + f.name.replace("_", "-")
+                raise ConfigError(
+                    f"{option} must be at least {minimum[f.name]}, got {value}; "
+                    f"e.g. {option} {f.default}"
+                )
+        if self.partitions > 1024:
+            raise ConfigError(f"--partitions must be at most 1024, got {self.partitions}")
+        if self.nibble_chunk > 1_000_000:
+            raise ConfigError(f"--nibble-chunk must be at most 1000000, got {self.nibble_chunk}")
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    ordered = sorted(samples)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def timed_ms(run: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = run()
+    return (time.perf_counter() - start) * 1000.0, out
+
+
+def _stats(prefix: str, samples: Sequence[float]) -> dict[str, float]:
+    return {f"{prefix}_ms_p50": round(percentile(samples, 50), 4),
+            f"{prefix}_ms_p99": round(percentile(samples, 99), 4)}
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+def copy_chunks(
+    rows: int, seconds: int, start: datetime, partitions: int, chunk_rows: int, seed: int
+) -> Iterator[bytes]:
+    """COPY text for ``rows`` events over ``seconds`` from ``start``, ``chunk_rows`` per chunk.
+
+    Row i has ts = start + floor(i * seconds / rows) microseconds and key i mod KEY_POOL, so
+    (uuid, ts) is unique while rows/s stays below KEY_POOL million.
+    """
+    rng = random.Random(seed)  # noqa: S311 - reproducible benchmark data, not secrets
+    keys = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(KEY_POOL)]
+    prefix = [f"{partition_of(k, partitions)}\t{k}\t" for k in keys]
+    step_us = seconds * 1_000_000 / rows
+    stamps = [(start + timedelta(seconds=s)).strftime("%Y-%m-%d %H:%M:%S")
+              for s in range(seconds + 1)]
+    for first in range(0, rows, chunk_rows):
+        lines = []
+        for i in range(first, min(rows, first + chunk_rows)):
+            sec, micro = divmod(int(i * step_us), 1_000_000)
+            val = rng.randrange(1_000_000)
+            lines.append(f"{prefix[i % KEY_POOL]}{val}\t{stamps[sec]}.{micro:06d}+00\n")
+        yield "".join(lines).encode()
+
+
+def copy_rows(conn: psycopg.Connection, chunks: Sequence[bytes], table: str = "events") -> float:
+    """COPY every chunk in its own transaction; returns the seconds spent (generation excluded)."""
+    target = sql.SQL("COPY slidewin.{} (part, uuid, val, ts) FROM STDIN").format(
+        sql.Identifier(table))
+    spent = 0.0
+    for chunk in chunks:
+        start = time.perf_counter()
+        with conn.transaction(), conn.cursor().copy(target) as copy:
+            copy.write(chunk)
+        spent += time.perf_counter() - start
+    return spent
+
+
+# --- the dedicated database --------------------------------------------------------------------
+
+
+@contextmanager
+def bench_database(admin_dsn: str, keep: bool, progress: Progress) -> Iterator[str]:
+    """A fresh ``slidewin_bench_<random>`` database on the server of ``admin_dsn``; its DSN."""
+    name = f"slidewin_bench_{uuid.uuid4().hex[:10]}"
+    with connect(admin_dsn, autocommit=True) as admin:
+        try:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        except psycopg.Error as exc:
+            raise SlidewinError(
+                f"cannot create the benchmark database {name} ({exc.diag.message_primary}); "
+                "the benchmark needs a role with CREATEDB on this server"
+            ) from None
+    params = conninfo_to_dict(admin_dsn)
+    params["dbname"] = name
+    dsn = make_conninfo(**{k: str(v) for k, v in params.items()})
+    progress(f"benchmark database {name} created")
+    try:
+        yield dsn
+    finally:
+        if keep:
+            progress(f"kept benchmark database {name}")
+        else:
+            with connect(admin_dsn, autocommit=True) as admin:
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    sql.Identifier(name)))
+            progress(f"benchmark database {name} dropped")
+
+
+# --- phases -------------------------------------------------------------------------------------
+
+
+def _variant_setup(conn: psycopg.Connection, variant: str) -> None:
+    if variant == "no_index":
+        conn.execute("ALTER TABLE slidewin.events DROP CONSTRAINT events_pkey")
+    elif variant == "pk_plus_val_index":
+        conn.execute("CREATE INDEX bench_events_val ON slidewin.events (val)")
+
+
+def _variant_teardown(conn: psycopg.Connection, variant: str) -> None:
+    conn.execute("TRUNCATE slidewin.events")  # the truncate trigger empties the rollups too
+    if variant == "no_index":
+        conn.execute("ALTER TABLE slidewin.events ADD PRIMARY KEY (part, ts, uuid)")
+    elif variant == "pk_plus_val_index":
+        conn.execute("DROP INDEX slidewin.bench_events_val")
+
+
+def measure_index_cost(
+    conn: psycopg.Connection, spec: QueryBenchSpec, start: datetime, progress: Progress
+) -> dict[str, Any]:
+    """COPY rows/s into the raw table with its PK, without it, and with an index on val too."""
+    if spec.copy_rows == 0:
+        return {}
+    rate = spec.rows / spec.seconds
+    span = max(1, round(spec.copy_rows / rate))
+    chunks = list(copy_chunks(spec.copy_rows, span, start, spec.partitions, spec.chunk_rows,
+                              spec.seed + 1))
+    speeds: dict[str, list[float]] = {v: [] for v in INDEX_VARIANTS}
+    for round_no in range(spec.copy_rounds):
+        order = INDEX_VARIANTS[round_no % 3:] + INDEX_VARIANTS[:round_no % 3]
+        for variant in order:
+            _variant_setup(conn, variant)
+            spent = copy_rows(conn, chunks)
+            _variant_teardown(conn, variant)
+            speeds[variant].append(spec.copy_rows / spent)
+            progress(f"index cost round {round_no + 1}/{spec.copy_rounds}: {variant} "
+                     f"{spec.copy_rows / spent:,.0f} rows/s")
+    med = {v: percentile(s, 50) for v, s in speeds.items()}
+    return {
+        "copy_rows": spec.copy_rows,
+        "copy_rounds": spec.copy_rounds,
+        "copy_rows_per_s_pk": round(med["pk"]),
+        "copy_rows_per_s_no_index": round(med["no_index"]),
+        "copy_rows_per_s_pk_plus_val_index": round(med["pk_plus_val_index"]),
+        "pk_ingest_cost_pct": round(100 * (med["no_index"] / med["pk"] - 1), 1),
+        "val_index_ingest_cost_pct": round(100 * (med["pk"] / med["pk_plus_val_index"] - 1), 1),
+    }
+
+
+def load(
+    conn: psycopg.Connection, spec: QueryBenchSpec, start: datetime, progress: Progress
+) -> dict[str, Any]:
+    """COPY the main data set in chunks, then VACUUM ANALYZE; returns load figures."""
+    spent = 0.0
+    done = 0
+    for chunk in copy_chunks(spec.rows, spec.seconds, start, spec.partitions, spec.chunk_rows,
+                             spec.seed):
+        spent += copy_rows(conn, [chunk])
+        done += chunk.count(b"\n")
+        progress(f"loaded {done:,}/{spec.rows:,} rows ({done / spent:,.0f} rows/s)")
+    vacuum = "VACUUM (ANALYZE) slidewin.events, slidewin.rollups"
+    vacuum_s, _ = timed_ms(lambda: conn.execute(vacuum))
+    stored = conn.execute("SELECT coalesce(sum(n), 0) FROM slidewin.rollups").fetchone()
+    return {"load_s": round(spent, 3), "load_rows_per_s": round(done / spent),
+            "vacuum_analyze_s": round(vacuum_s / 1000, 3),
+            "rows_stored": int(stored[0]) if stored else 0}
+
+
+NAIVE_AVG = "SELECT avg(val) FROM slidewin.events WHERE ts >= %s AND ts < %s"
+NAIVE_MAX = "SELECT max(val) FROM slidewin.events WHERE ts >= %s AND ts < %s"
+
+
+def _scalar(conn: psycopg.Connection, query: str, args: tuple[object, ...]) -> Any:
+    row = conn.execute(query, args).fetchone()
+    return row[0] if row else None
+
+
+def measure_window(
+    conn: psycopg.Connection, spec: QueryBenchSpec, seconds: int, end: datetime
+) -> dict[str, Any]:
+    """Rollup avg and max against the naive raw scan, for the window of ``seconds`` ending at
+    ``end``'s second; the raw scan covers the same [lo, hi) range."""
+    hi = end + timedelta(seconds=1)
+    lo = hi - timedelta(seconds=seconds)
+    rollup: list[float] = []
+    naive: list[float] = []
+    maxes: list[float] = []
+    for i in range(spec.repeat):
+        rollup.append(timed_ms(lambda: _scalar(
+            conn, "SELECT slidewin.window_avg(%s, %s)", (seconds, end)))[0])
+        maxes.append(timed_ms(lambda: _scalar(
+            conn, "SELECT slidewin.window_max(%s, %s)", (seconds, end)))[0])
+        if i < spec.naive_repeat:
+            naive.append(timed_ms(lambda: _scalar(conn, NAIVE_AVG, (lo, hi)))[0])
+    for _ in range(len(naive), spec.naive_repeat):
+        naive.append(timed_ms(lambda: _scalar(conn, NAIVE_AVG, (lo, hi)))[0])
+    out = {**_stats(f"avg{seconds}_rollup", rollup), **_stats(f"avg{seconds}_naive", naive),
+           **_stats(f"max{seconds}", maxes)}
+    out[f"speedup_avg{seconds}"] = round(
+        out[f"avg{seconds}_naive_ms_p50"] / max(out[f"avg{seconds}_rollup_ms_p50"], 1e-6), 1)
+    out[f"answers_match_{seconds}"] = _answers_match(conn, seconds, end, lo, hi)
+    return out
+
+
+def _answers_match(
+    conn: psycopg.Connection, seconds: int, end: datetime, lo: datetime, hi: datetime
+) -> bool:
+    avg = _scalar(conn, "SELECT slidewin.window_avg(%s, %s)", (seconds, end))
+    vmax = _scalar(conn, "SELECT slidewin.window_max(%s, %s)", (seconds, end))
+    raw_avg = _scalar(conn, NAIVE_AVG, (lo, hi))
+    raw_max = _scalar(conn, NAIVE_MAX, (lo, hi))
+    if raw_avg is None or avg is None:
+        return raw_avg is None and avg is None and vmax is None and raw_max is None
+    return math.isclose(float(raw_avg), avg, rel_tol=1e-9) and raw_max == vmax
+
+
+def measure_nibbles(
+    conn: psycopg.Connection, spec: QueryBenchSpec, cutoff: datetime
+) -> dict[str, Any]:
+    """``nibbles`` calls deleting the oldest ``nibble_chunk`` rows, round-robin over partitions."""
+    if spec.nibbles == 0:
+        return {}
+    times: list[float] = []
+    deleted: list[int] = []
+    query = "SELECT slidewin.delete_after_date(%s, %s, %s)"
+    for i in range(spec.nibbles):
+        args = (i % spec.partitions, cutoff, spec.nibble_chunk)
+        ms, got = timed_ms(lambda a=args: _scalar(conn, query, a))
+        times.append(ms)
+        deleted.append(int(got))
+    label = f"nibble{spec.nibble_chunk}"
+    return {**_stats(label, times), f"{label}_ms_max": round(max(times), 4),
+            "nibbles": spec.nibbles, "nibble_chunk": spec.nibble_chunk,
+            "nibble_rows_deleted": sum(deleted), "nibble_rows_per_call_min": min(deleted)}
+
+
+# --- the whole run ------------------------------------------------------------------------------
+
+
+def run_query_bench(
+    admin_dsn: str, spec: QueryBenchSpec, progress: Progress = lambda _msg: None
+) -> dict[str, Any]:
+    """Run every phase in a dedicated database on ``admin_dsn``'s server; returns the figures."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=spec.seconds)
+    result: dict[str, Any] = {"rows": spec.rows, "seconds": spec.seconds,
+                              "partitions": spec.partitions, "repeat": spec.repeat,
+                              "naive_repeat": spec.naive_repeat}
+    with bench_database(admin_dsn, spec.keep, progress) as dsn, connect(dsn) as conn:
+        init_schema(conn, spec.partitions)
+        conn.commit()
+        conn.autocommit = True
+        result["server_version"] = _scalar(conn, "SHOW server_version", ())
+        progress("measuring the ingest cost of each index")
+        result.update(measure_index_cost(conn, spec, start, progress))
+        result.update(load(conn, spec, start, progress))
+        end = _scalar(conn, "SELECT slidewin.stream_time()", ())
+        result["stream_time"] = end.isoformat() if end else None
+        for seconds in WINDOWS_S:
+            progress(f"timing {seconds} s windows")
+            result.update(measure_window(conn, spec, seconds, end))
+        result["max_ms_p50"] = result["max30_ms_p50"]
+        result["max_ms_p99"] = result["max30_ms_p99"]
+        result["answers_match"] = all(result.pop(f"answers_match_{s}") for s in WINDOWS_S)
+        progress(f"timing {spec.nibbles} nibbles of {spec.nibble_chunk} rows")
+        result.update(measure_nibbles(conn, spec, end + timedelta(days=1)))
+        if spec.keep:
+            result["kept_database"] = conninfo_to_dict(dsn).get("dbname")
+    result["spec"] = {k: v for k, v in asdict(spec).items() if k not in result}
+    return result
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The human table: one line per window, then max, nibble and index-cost figures."""
+    lines = [f"{result['rows']:,} rows over {result['seconds']} s in {result['partitions']} "
+             f"partitions (PostgreSQL {result.get('server_version')}); load "
+             f"{result['load_rows_per_s']:,} rows/s",
+             f"{'window':>7} {'avg rollup p50':>15} {'avg naive p50':>14} {'speedup':>8} "
+             f"{'max p50':>9} {'max p99':>9}"]
+    for s in WINDOWS_S:
+        lines.append(f"{s:>5} s {result[f'avg{s}_rollup_ms_p50']:>12.3f} ms "
+                     f"{result[f'avg{s}_naive_ms_p50']:>11.2f} ms "
+                     f"{result[f'speedup_avg{s}']:>7.0f}x "
+                     f"{result[f'max{s}_ms_p50']:>6.3f} ms {result[f'max{s}_ms_p99']:>6.3f} ms")
+    lines.append(f"answers match (rollups vs raw scan): {result['answers_match']}")
+    label = f"nibble{result.get('nibble_chunk', 1000)}"
+    if f"{label}_ms_p50" in result:
+        lines.append(f"{label}: p50 {result[f'{label}_ms_p50']:.2f} ms, p99 "
+                     f"{result[f'{label}_ms_p99']:.2f} ms over {result['nibbles']} calls")
+    if "copy_rows_per_s_pk" in result:
+        lines.append(f"COPY rows/s ({result['copy_rows']:,} rows, median of "
+                     f"{result['copy_rounds']}): PK {result['copy_rows_per_s_pk']:,}, no index "
+                     f"{result['copy_rows_per_s_no_index']:,}, PK + index on val "
+                     f"{result['copy_rows_per_s_pk_plus_val_index']:,}")
+    return "\n".join(lines)
