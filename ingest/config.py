@@ -1,0 +1,172 @@
+"""The ingest's settings as one frozen, validated object.
+
+Every check that can fail runs here, before Spark starts: a bad value raises ConfigError naming
+the option, the value and the fix. ``resolve_retention`` fills the history / row limits from the
+store's ``default`` retention_settings row when the options leave them out, then re-validates
+(grace must not exceed history -- the same rule as Kafka's window store, KIP-428).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+
+from db.errors import ConfigError
+
+FORMATS = ("auto", "json", "csv", "parquet")
+PROCESSED = ("archive", "delete", "keep")
+DEFAULT_GRACE = timedelta(seconds=5)
+DEFAULT_MAX_FUTURE = timedelta(minutes=1)
+DEFAULT_TRIGGER = timedelta(seconds=1)
+DEFAULT_CHUNK = 100
+DEFAULT_MAX_FILES = 64
+_QUERY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """What ``slidewin ingest`` runs with. Paths are absolute; durations are timedeltas."""
+
+    landing: Path
+    checkpoint_dir: Path
+    archive_dir: Path
+    processed: str = "archive"
+    format: str = "auto"
+    once: bool = False
+    trigger: timedelta = DEFAULT_TRIGGER
+    grace: timedelta = DEFAULT_GRACE
+    history: timedelta | None = None
+    max_rows: int | None = None
+    max_future: timedelta = DEFAULT_MAX_FUTURE
+    inline: bool = False
+    chunk: int | None = None
+    max_files_per_trigger: int = DEFAULT_MAX_FILES
+    master: str = "local[*]"
+    spark_ui: bool = False
+    query_id: str = "ingest"
+
+    def __post_init__(self) -> None:
+        self._check_choices()
+        self._check_durations()
+        self._check_counts()
+        self._check_paths()
+
+    def _check_choices(self) -> None:
+        if self.format not in FORMATS:
+            raise ConfigError(f"--format {self.format!r} is not one of {', '.join(FORMATS)}")
+        if self.processed not in PROCESSED:
+            raise ConfigError(
+                f"--processed {self.processed!r} is not one of {', '.join(PROCESSED)}"
+            )
+        if not _QUERY_ID.match(self.query_id):
+            raise ConfigError(
+                f"--query-id {self.query_id!r} must be 1-100 letters, digits, '_', '.' or '-'"
+            )
+        if not self.master.strip():
+            raise ConfigError("--master is empty; use e.g. local[*] or spark://host:7077")
+
+    def _check_durations(self) -> None:
+        if self.grace < timedelta(0):
+            raise ConfigError(f"--grace {_fmt(self.grace)} is negative; use 0s or more, e.g. 5s")
+        if self.max_future < timedelta(0):
+            raise ConfigError(f"--max-future {_fmt(self.max_future)} is negative; use e.g. 1m")
+        if self.trigger <= timedelta(0):
+            raise ConfigError(f"--trigger {_fmt(self.trigger)} must be positive, e.g. 1s")
+        if self.history is not None and self.history <= timedelta(0):
+            raise ConfigError(f"--history {_fmt(self.history)} must be positive, e.g. 10m")
+        if self.history is not None and self.grace > self.history:
+            raise ConfigError(
+                f"--grace {_fmt(self.grace)} is larger than --history {_fmt(self.history)}: an "
+                "event could be accepted after its second was already retired; use a grace no "
+                "larger than the history (e.g. --grace 5s) or a longer --history"
+            )
+
+    def _check_counts(self) -> None:
+        if self.max_rows is not None and self.max_rows <= 0:
+            raise ConfigError(f"--max-rows {self.max_rows} must be positive, e.g. 10k")
+        if self.chunk is not None and not 1 <= self.chunk <= 1_000_000:
+            raise ConfigError(f"--chunk {self.chunk} must be between 1 and 1000000, e.g. 100")
+        if self.max_files_per_trigger < 1:
+            raise ConfigError(
+                f"--max-files-per-trigger {self.max_files_per_trigger} must be at least 1"
+            )
+
+    def _check_paths(self) -> None:
+        if not self.landing.is_dir():
+            what = "is not a directory" if self.landing.exists() else "does not exist"
+            raise ConfigError(
+                f"landing directory {self.landing} {what}; create it with "
+                f"`mkdir -p {self.landing}` or pass --landing DIR"
+            )
+        if self.processed == "archive" and _inside(self.archive_dir, self.landing):
+            raise ConfigError(
+                f"archive directory {self.archive_dir} is inside the landing directory "
+                f"{self.landing}; archived files would be ingested again -- put it elsewhere"
+            )
+
+    @property
+    def stream_names(self) -> tuple[str, ...]:
+        """One file-source stream per reader: ``text`` (JSON Lines + CSV) and ``parquet``."""
+        if self.format == "parquet":
+            return ("parquet",)
+        if self.format in ("json", "csv"):
+            return ("text",)
+        return ("text", "parquet")
+
+    def marker_id(self, stream: str) -> str:
+        """The ingest_batches.query_id of one stream: ``<query-id>/<stream>``."""
+        return f"{self.query_id}/{stream}"
+
+    def checkpoint_for(self, stream: str) -> Path:
+        return self.checkpoint_dir / stream
+
+    @property
+    def retention_cutoff_known(self) -> bool:
+        return self.history is not None or self.max_rows is not None
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.resolve().relative_to(parent.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _fmt(value: timedelta) -> str:
+    seconds = value.total_seconds()
+    return f"{seconds:g}s"
+
+
+def default_paths(data_dir: Path, landing: Path | None, query_id: str) -> tuple[Path, Path, Path]:
+    """(landing, checkpoint dir, archive dir) with the data-directory defaults filled in."""
+    land = (landing or data_dir / "landing").expanduser().resolve()
+    checkpoints = (data_dir / "checkpoints" / query_id).resolve()
+    archive = (land.parent / f"{land.name}-archive").resolve()
+    return land, checkpoints, archive
+
+
+def resolve_retention(conn: psycopg.Connection, config: IngestConfig) -> IngestConfig:
+    """Fill history / max_rows / chunk from the ``default`` retention_settings row when unset.
+
+    Options win over the row. Re-validates, so ``grace > history`` from the row is refused too.
+    """
+    row = conn.execute(
+        "SELECT history_s, max_rows, chunk FROM slidewin.retention_settings WHERE name = 'default'"
+    ).fetchone()
+    if row is None:
+        history, max_rows, chunk = config.history, config.max_rows, config.chunk
+    else:
+        history = config.history or (timedelta(seconds=row[0]) if row[0] is not None else None)
+        max_rows = config.max_rows or (int(row[1]) if row[1] is not None else None)
+        chunk = config.chunk or int(row[2])
+    if config.inline and history is None and max_rows is None:
+        raise ConfigError(
+            "--inline needs a retention limit: pass --history DURATION and/or --max-rows N, or "
+            "store a 'default' row in slidewin.retention_settings"
+        )
+    return replace(config, history=history, max_rows=max_rows, chunk=chunk or DEFAULT_CHUNK)

@@ -1,0 +1,25 @@
+"""Errors of the ingest: each says what is wrong and the fix, and fails before Spark starts."""
+
+from __future__ import annotations
+
+from db.errors import ConfigError, DatabaseUnavailable, SchemaMissing, SlidewinError
+
+
+class IngestError(SlidewinError):
+    """The ingest could not run (a failure the user can act on)."""
+
+
+class JavaUnavailable(IngestError):
+    """No Java, or a Java older than 17, so Spark cannot start."""
+
+    exit_code = 2
+
+
+__all__ = [
+    "ConfigError",
+    "DatabaseUnavailable",
+    "IngestError",
+    "JavaUnavailable",
+    "SchemaMissing",
+    "SlidewinError",
+]

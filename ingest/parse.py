@@ -1,0 +1,230 @@
+"""Reading the landing directory and turning each micro-batch into good rows and dead letters.
+
+Two file-source streams cover the three formats:
+
+* ``text`` reads JSON Lines (``*.jsonl``, ``*.ndjson``, ``*.json``) and CSV (``*.csv``) as lines
+  of text, so every bad line keeps its exact raw text for the dead-letter table. The file's
+  extension picks the parser (``from_json`` / ``from_csv``). CSV columns are ``uuid,val,ts`` in
+  that order; a header line ``uuid,val,ts`` is skipped, as are blank lines (they hold no event).
+* ``parquet`` reads ``*.parquet`` with the schema ``uuid string, val bigint, ts timestamp``; a bad
+  row's raw text is its JSON rendering.
+
+Hidden files (``.name`` / ``_name``) and any other extension (``.tmp``, ``.part``) are ignored,
+so producers write a temporary name and rename it into place.
+
+Validation gives each row at most one reason, checked in this order: ``malformed`` (not a JSON
+object / not CSV), ``missing_field``, ``bad_uuid`` (over 200 characters or a NUL),
+``bad_type`` (val not an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither
+ISO-8601 nor integer epoch milliseconds; naive ISO times are UTC), then against the clock and
+the stream: ``future`` (more than max_future ahead of now), ``expired`` (older than the newest
+event time seen before this batch minus history), ``late`` (older than that minus grace).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from ingest.config import IngestConfig
+
+FIELDS_DDL = "uuid string, val string, ts string, _corrupt_record string"
+PARQUET_DDL = "uuid string, val bigint, ts timestamp"
+PARSER_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+TEXT_GLOBS = {"auto": "*.{jsonl,ndjson,json,csv}", "json": "*.{jsonl,ndjson,json}", "csv": "*.csv"}
+MAX_UUID_CHARS = 200
+GOOD_COLUMNS = ("part", "uuid", "val", "ts")
+BAD_COLUMNS = ("source", "reason", "detail", "raw")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a batch is classified against: the clock and the stream state before the batch."""
+
+    now: datetime
+    newest_before: datetime | None
+    grace: timedelta
+    history: timedelta | None
+    max_future: timedelta
+
+
+def read_stream(spark: SparkSession, config: IngestConfig, stream: str) -> DataFrame:
+    """The streaming DataFrame of one stream: columns ``source`` plus the format's own."""
+    reader = spark.readStream.option("maxFilesPerTrigger", config.max_files_per_trigger)
+    if config.processed != "keep":
+        reader = reader.option("cleanSource", config.processed)
+    if config.processed == "archive":
+        reader = reader.option("sourceArchiveDir", str(config.archive_dir))
+    if stream == "parquet":
+        df = (
+            reader.schema(PARQUET_DDL)
+            .option("pathGlobFilter", "*.parquet")
+            .parquet(str(config.landing))
+        )
+        return df.select("uuid", "val", "ts", F.col("_metadata.file_name").alias("source"))
+    glob = TEXT_GLOBS[config.format if config.format in TEXT_GLOBS else "auto"]
+    df = reader.option("pathGlobFilter", glob).text(str(config.landing))
+    return df.select(F.col("value").alias("raw"), F.col("_metadata.file_name").alias("source"))
+
+
+def parse_text(df: DataFrame) -> DataFrame:
+    """Lines -> ``source, raw, uuid, val, ts, reason, detail`` (reason NULL when valid)."""
+    is_csv = F.lower(F.col("source")).endswith(F.lit(".csv"))
+    trimmed = F.trim(F.col("raw"))
+    header = is_csv & (F.lower(F.regexp_replace(trimmed, r"\s", "")) == F.lit("uuid,val,ts"))
+    lines = df.where((trimmed != F.lit("")) & ~header)
+    parsed = F.when(is_csv, F.from_csv("raw", FIELDS_DDL, PARSER_OPTIONS)).otherwise(
+        F.from_json("raw", FIELDS_DDL, PARSER_OPTIONS)
+    )
+    fields = lines.select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f")).select(
+        "source", "raw", "is_csv", "f.*"
+    )
+    return _validate_text(fields)
+
+
+def _validate_text(df: DataFrame) -> DataFrame:
+    uuid, val_s, ts_s = F.col("uuid"), F.trim(F.col("val")), F.trim(F.col("ts"))
+    missing = _first_missing(uuid, val_s, ts_s)
+    corrupt = F.col("_corrupt_record").isNotNull()
+    reason = (
+        F.when(corrupt & ~F.col("is_csv"), _r("malformed", F.lit("not a JSON object")))
+        .when(
+            corrupt & missing.isNull(), _r("malformed", F.lit("expected 3 CSV fields: uuid,val,ts"))
+        )
+        .when(missing.isNotNull(), _r("missing_field", F.concat(missing, F.lit(" is missing"))))
+        .otherwise(_check_values(uuid, val_s, ts_s))
+    )
+    return df.select(
+        "source",
+        _clean(F.col("raw")).alias("raw"),
+        uuid.alias("uuid"),
+        val_s.try_cast("bigint").alias("val"),
+        _parse_ts(ts_s).alias("ts"),
+        reason.alias("why"),
+    ).select("source", "raw", "uuid", "val", "ts", "why.reason", "why.detail")
+
+
+def _first_missing(uuid: Column, val_s: Column, ts_s: Column) -> Column:
+    return (
+        F.when(uuid.isNull() | (uuid == F.lit("")), F.lit("uuid"))
+        .when(val_s.isNull() | (val_s == F.lit("")), F.lit("val"))
+        .when(ts_s.isNull() | (ts_s == F.lit("")), F.lit("ts"))
+    )
+
+
+def _check_values(uuid: Column, val_s: Column, ts_s: Column) -> Column:
+    """The first reason a present uuid/val/ts is unusable, or a NULL reason."""
+    return (
+        F.when(
+            _bad_uuid(uuid), _r("bad_uuid", F.lit("uuid longer than 200 characters or with NUL"))
+        )
+        .when(~val_s.rlike(r"^[+-]?\d+$"), _r("bad_type", _got("val must be an integer", val_s)))
+        .when(
+            val_s.try_cast("bigint").isNull(), _r("out_of_range", _got("val outside 64-bit", val_s))
+        )
+        .when(_parse_ts(ts_s).isNull(), _r("bad_ts", _got("ts is not ISO-8601 or epoch ms", ts_s)))
+        .otherwise(_r(None, None))
+    )
+
+
+def _parse_ts(ts_s: Column) -> Column:
+    """ISO-8601 (naive = UTC: the session time zone) or integer epoch milliseconds."""
+    millis = F.when(ts_s.rlike(r"^-?\d{1,15}$"), F.timestamp_millis(ts_s.try_cast("bigint")))
+    return F.when(ts_s.rlike(r"^-?\d+$"), millis).otherwise(F.try_to_timestamp(ts_s))
+
+
+def parse_parquet(df: DataFrame) -> DataFrame:
+    """Typed Parquet rows -> the same columns as ``parse_text``; raw is the row as JSON."""
+    uuid = F.col("uuid")
+    missing = _first_missing(uuid, F.col("val").cast("string"), F.col("ts").cast("string"))
+    reason = (
+        F.when(missing.isNotNull(), _r("missing_field", F.concat(missing, F.lit(" is missing"))))
+        .when(_bad_uuid(uuid), _r("bad_uuid", F.lit("uuid longer than 200 characters or with NUL")))
+        .otherwise(_r(None, None))
+    )
+    raw = F.to_json(
+        F.struct("uuid", "val", F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX").alias("ts"))
+    )
+    return df.select(
+        "source", _clean(raw).alias("raw"), "uuid", "val", "ts", reason.alias("why")
+    ).select("source", "raw", "uuid", "val", "ts", "why.reason", "why.detail")
+
+
+def classify(df: DataFrame, limits: Limits) -> DataFrame:
+    """Add the clock/stream reasons (future, expired, late) to rows that are otherwise valid."""
+    ts = F.col("ts")
+    newest = limits.newest_before
+    check = F.when(
+        ts > F.lit(limits.now + limits.max_future), _r("future", _got("ts ahead of the clock", ts))
+    )
+    if newest is not None and limits.history is not None:
+        horizon = newest - limits.history
+        check = check.when(
+            ts < F.lit(horizon), _r("expired", _got("ts before the retention horizon", ts))
+        )
+    if newest is not None:
+        check = check.when(
+            ts < F.lit(newest - limits.grace), _r("late", _got("ts later than grace", ts))
+        )
+    stream_reason = check.otherwise(_r(None, None))
+    valid = F.col("reason").isNull()
+    return df.select(
+        "source",
+        "raw",
+        "uuid",
+        "val",
+        "ts",
+        F.when(valid, stream_reason.getField("reason")).otherwise(F.col("reason")).alias("reason"),
+        F.when(valid, stream_reason.getField("detail")).otherwise(F.col("detail")).alias("detail"),
+    )
+
+
+def good_rows(df: DataFrame, partitions: int) -> DataFrame:
+    """Valid rows, one per (uuid, ts): ``part, uuid, val, ts, copies``.
+
+    Duplicates within the batch collapse to one row; the kept ``val`` is the smallest, so the
+    choice is the same however Spark orders the batch (a replay picks the same row).
+    """
+    ok = df.where(F.col("reason").isNull())
+    keyed = ok.select(partition_expr(F.col("uuid"), partitions).alias("part"), "uuid", "val", "ts")
+    return (
+        keyed.groupBy("part", "uuid", "ts")
+        .agg(F.min("val").alias("val"), F.count(F.lit(1)).alias("copies"))
+        .select("part", "uuid", "val", "ts", "copies")
+    )
+
+
+def bad_rows(df: DataFrame) -> DataFrame:
+    """Rejected rows for the dead-letter table: ``source, reason, detail, raw``."""
+    return df.where(F.col("reason").isNotNull()).select(*BAD_COLUMNS)
+
+
+def partition_expr(uuid: Column, partitions: int) -> Column:
+    """slidewin.partition_of in Spark: first 32 bits of md5(uuid), unsigned, mod partitions."""
+    return F.pmod(
+        F.conv(F.substring(F.md5(uuid), 1, 8), 16, 10).cast("long"), F.lit(partitions)
+    ).cast("short")
+
+
+def _bad_uuid(uuid: Column) -> Column:
+    return (F.length(uuid) > F.lit(MAX_UUID_CHARS)) | F.instr(uuid, "\u0000").__gt__(F.lit(0))
+
+
+def _clean(raw: Column) -> Column:
+    """PostgreSQL text cannot hold NUL: show it as the two characters ``\\0``."""
+    return F.replace(raw, F.lit("\u0000"), F.lit("\\0"))
+
+
+def _got(text: str, value: Column) -> Column:
+    return F.concat(F.lit(text + ", got "), F.coalesce(value.cast("string"), F.lit("null")))
+
+
+def _r(reason: str | None, detail: Column | None) -> Column:
+    return F.struct(
+        F.lit(reason).cast("string").alias("reason"),
+        (detail if detail is not None else F.lit(None)).cast("string").alias("detail"),
+    )

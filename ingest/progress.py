@@ -1,0 +1,53 @@
+"""One progress line per batch (stderr), and running totals for the end-of-run summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ingest.sink import BatchResult
+
+
+def batch_line(stream: str, result: BatchResult, now: datetime) -> str:
+    """``[text] batch 3: in 1000, accepted 990, dup 4, rejected 6 (late 4, malformed 2) ...``"""
+    if result.skipped:
+        return f"[{stream}] batch {result.batch_id}: already committed, skipped (replay)"
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.by_reason.items()))
+    rate = result.rows_in / result.seconds if result.seconds > 0 else 0.0
+    lag = f"{(now - result.newest_ts).total_seconds():.1f}s" if result.newest_ts else "-"
+    stream_time = result.newest_ts.isoformat() if result.newest_ts else "-"
+    nibbled = f", nibbled {result.nibbled}" if result.nibbled else ""
+    return (
+        f"[{stream}] batch {result.batch_id}: in {result.rows_in}, accepted {result.accepted}, "
+        f"dup {result.duplicates}, rejected {result.rejected}"
+        + (f" ({reasons})" if reasons else "")
+        + f"{nibbled}, {rate:,.0f} rows/s, lag {lag}, stream time {stream_time}"
+    )
+
+
+@dataclass
+class Totals:
+    """Counts over every batch of a run (``slidewin ingest --json`` prints them)."""
+
+    batches: int = 0
+    skipped: int = 0
+    rows_in: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    nibbled: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+    def add(self, result: BatchResult) -> None:
+        self.batches += 1
+        self.skipped += int(result.skipped)
+        self.rows_in += result.rows_in
+        self.accepted += result.accepted
+        self.duplicates += result.duplicates
+        self.rejected += result.rejected
+        self.nibbled += result.nibbled
+        for reason, count in result.by_reason.items():
+            self.by_reason[reason] = self.by_reason.get(reason, 0) + count
+
+    def as_json(self) -> dict[str, object]:
+        return {**self.__dict__, "by_reason": dict(sorted(self.by_reason.items()))}

@@ -1,0 +1,136 @@
+"""Running ``slidewin ingest``: checks first, then Spark, then a clean stop.
+
+``preflight`` does everything that can fail cheaply -- Java, the database, the schema, the
+retention limits -- so bad configuration is one clear line before a JVM is started.
+``run`` starts one query per stream, waits until they finish (``--once``) or a stop is asked
+for (SIGTERM / SIGINT set ``stop``), then stops the queries, Spark and its JVM, in that order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from db.connect import connect
+from db.errors import SchemaMissing
+from db.events import partition_count
+from db.schema import current_version
+from ingest import java
+from ingest.config import IngestConfig, resolve_retention
+from ingest.errors import IngestError
+from ingest.progress import Totals, batch_line
+from ingest.sink import BatchResult
+
+
+@dataclass(frozen=True)
+class Prepared:
+    config: IngestConfig
+    partitions: int
+    java_major: int
+
+
+def preflight(config: IngestConfig, dsn: str) -> Prepared:
+    """Java 17+, a reachable store with the ingest schema, retention limits resolved."""
+    major = java.check_java()
+    with connect(dsn, autocommit=True) as conn:
+        _check_schema(conn)
+        resolved = resolve_retention(conn, config)
+        partitions = partition_count(conn)
+    return Prepared(resolved, partitions, major)
+
+
+def _check_schema(conn) -> None:  # noqa: ANN001 - psycopg.Connection
+    fix = "run `slidewin db init` (it is idempotent) and try again"
+    if current_version(conn) is None:
+        raise SchemaMissing(f"the database has no slidewin schema; {fix}")
+    found = conn.execute("SELECT to_regclass('slidewin.stream_state')").fetchone()
+    if not found or found[0] is None:
+        raise SchemaMissing(f"the slidewin schema lacks the ingest tables (stream_state); {fix}")
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop`` (the main loop then stops Spark cleanly)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for sig in previous:
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run(
+    prepared: Prepared,
+    dsn: str,
+    progress: Callable[[str], None],
+    stop: threading.Event | None = None,
+) -> Totals:
+    """Run the ingest until done (``--once``) or ``stop`` is set. Returns the totals."""
+    from ingest.spark import build_session, stop_session
+    from ingest.stream import BatchHandler, start_stream
+
+    config, stop = prepared.config, stop or threading.Event()
+    totals = Totals()
+
+    def on_result(stream: str, result: BatchResult) -> None:
+        totals.add(result)
+        progress(batch_line(stream, result, datetime.now(UTC)))
+
+    spark = build_session(config.master, ui=config.spark_ui)
+    handlers = [
+        BatchHandler(config, dsn, name, prepared.partitions, on_result)
+        for name in config.stream_names
+    ]
+    try:
+        queries = [start_stream(spark, config, h) for h in handlers]
+        progress(_started_line(config, spark))
+        _wait(queries, stop)
+    finally:
+        _stop_all(spark, handlers, stop_session)
+    return totals
+
+
+def _wait(queries: list, stop: threading.Event) -> None:
+    while not stop.is_set() and any(q.isActive for q in queries):
+        for q in queries:
+            q.awaitTermination(0.5)
+            failure = q.exception()
+            if failure is not None:
+                raise IngestError(f"stream {q.name} failed: {_first_line(str(failure))}")
+
+
+def _stop_all(spark, handlers, stop_session) -> None:  # noqa: ANN001
+    for q in spark.streams.active:
+        with contextlib.suppress(Exception):
+            q.stop()
+    for h in handlers:
+        h.close()
+    stop_session(spark)
+
+
+def _started_line(config: IngestConfig, spark) -> str:  # noqa: ANN001
+    mode = "once (availableNow)" if config.once else f"every {config.trigger.total_seconds():g}s"
+    ui = f", UI {spark.sparkContext.uiWebUrl}" if config.spark_ui else ""
+    return (
+        f"ingest {config.query_id}: {', '.join(config.stream_names)} from {config.landing}, "
+        f"{mode}, master {config.master}{ui}, grace {config.grace.total_seconds():g}s, "
+        f"history {_opt(config.history)}, processed files: {config.processed}"
+    )
+
+
+def _opt(value) -> str:  # noqa: ANN001
+    return f"{value.total_seconds():g}s" if value is not None else "none"
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:500] if lines else "unknown error"

@@ -1,0 +1,279 @@
+"""Writing one micro-batch to PostgreSQL, exactly once, in ONE transaction.
+
+Order inside the transaction (autocommit connection + ``conn.transaction()``):
+
+1. claim the batch marker: ``INSERT INTO slidewin.ingest_batches (query_id, batch_id) ON
+   CONFLICT DO NOTHING``. No row inserted -> the batch committed before (Spark is replaying it
+   after a crash): skip, change nothing. A concurrent writer of the same batch waits on the key.
+2. lock and read the stream state (newest event time committed before this batch);
+3. ``compute(newest_before)`` -> the batch's good rows (deduplicated within the batch) and
+   dead letters, classified against that newest time (Spark runs here);
+4. raw rows: COPY straight into slidewin.events inside a SAVEPOINT (fast path); on a unique
+   violation -- a row already stored by an earlier batch, file or replay -- roll back to the
+   savepoint and COPY into a TEMP staging table, then ``INSERT ... SELECT ... ON CONFLICT DO
+   NOTHING``. Either way the statement trigger on slidewin.events adds exactly the inserted rows
+   to slidewin.rollups, so the stored rollups stay exact even when a duplicate of an old event
+   arrives (rollups summed in Spark would count it twice);
+5. dead letters (COPY), the stream state (greatest of old and new), optional inline nibbles of
+   the partitions written, the marker's counts; commit.
+
+The fault hook (``SLIDEWIN_INGEST_FAULT=before_commit|after_commit``) exists for the crash tests:
+the process kills itself with SIGKILL at that point of its first batch.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import psycopg
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from db.connect import procedure_errors
+
+FAULT_ENV = "SLIDEWIN_INGEST_FAULT"
+_CSV = pacsv.WriteOptions(include_header=False)
+
+
+@dataclass(frozen=True)
+class BatchRows:
+    """What Spark hands the sink: ``good`` (part, uuid, val, ts, copies) and ``bad``
+    (source, reason, detail, raw) as Arrow tables."""
+
+    good: pa.Table
+    bad: pa.Table
+
+
+@dataclass(frozen=True)
+class InlineRetention:
+    """``--inline``: nibble the written partitions to these limits in the batch transaction."""
+
+    history: timedelta | None
+    max_rows: int | None
+    chunk: int
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """The counts of one committed (or skipped) batch: rows_in = accepted+duplicates+rejected."""
+
+    query_id: str
+    batch_id: int
+    skipped: bool = False
+    rows_in: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    max_ts: datetime | None = None
+    newest_ts: datetime | None = None
+    nibbled: int = 0
+    path: str = ""
+    seconds: float = 0.0
+
+
+def write_batch(
+    conn: psycopg.Connection,
+    query_id: str,
+    state_key: str,
+    batch_id: int,
+    compute: Callable[[datetime | None], BatchRows],
+    inline: InlineRetention | None = None,
+) -> BatchResult:
+    """Run steps 1-5 above; ``conn`` must be in autocommit mode (transactions are explicit)."""
+    started = time.monotonic()
+    with conn.transaction():
+        if not _claim(conn, query_id, batch_id):
+            return BatchResult(query_id, batch_id, skipped=True)
+        rows = compute(_lock_state(conn, state_key))
+        result = _write_rows(conn, query_id, state_key, batch_id, rows, inline)
+        _fault("before_commit", batch_id)
+    _fault("after_commit", batch_id)
+    return _with_time(result, time.monotonic() - started)
+
+
+def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
+    cur = conn.execute(
+        "INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES (%s, %s) "
+        "ON CONFLICT DO NOTHING",
+        (query_id, batch_id),
+    )
+    return cur.rowcount == 1
+
+
+def _lock_state(conn: psycopg.Connection, state_key: str) -> datetime | None:
+    """Newest event time committed before this batch; the upsert also locks the row."""
+    with procedure_errors():
+        row = conn.execute("SELECT slidewin.ingest_advance(%s, NULL)", (state_key,)).fetchone()
+    return row[0] if row else None
+
+
+def _write_rows(
+    conn: psycopg.Connection,
+    query_id: str,
+    state_key: str,
+    batch_id: int,
+    rows: BatchRows,
+    inline: InlineRetention | None,
+) -> BatchResult:
+    accepted, path = insert_events(conn, rows.good)
+    copy_dead_letters(conn, rows.bad, batch_id)
+    max_ts = _max_ts(rows.good)
+    newest = conn.execute("SELECT slidewin.ingest_advance(%s, %s)", (state_key, max_ts)).fetchone()[
+        0
+    ]
+    nibbled = nibble_written(conn, rows.good, newest, inline) if inline else 0
+    result = _count(query_id, batch_id, rows, accepted, max_ts, newest, nibbled, path)
+    conn.execute(
+        "UPDATE slidewin.ingest_batches SET rows_in = %s, accepted = %s, duplicates = %s, "
+        "rejected = %s, max_ts = %s, committed_at = now() WHERE query_id = %s AND batch_id = %s",
+        (result.rows_in, accepted, result.duplicates, result.rejected, max_ts, query_id, batch_id),
+    )
+    return result
+
+
+def insert_events(conn: psycopg.Connection, good: pa.Table) -> tuple[int, str]:
+    """Insert the batch's rows, skipping (uuid, ts) already stored. Returns (inserted, path)."""
+    if good.num_rows == 0:
+        return 0, "empty"
+    data = to_csv(good.select(["part", "uuid", "val", "ts"]))
+    try:
+        with conn.transaction():  # SAVEPOINT: a unique violation undoes only this COPY
+            _copy(conn, "COPY slidewin.events (part, uuid, val, ts) FROM STDIN (FORMAT csv)", data)
+        return good.num_rows, "copy"
+    except psycopg.errors.UniqueViolation:
+        return _insert_via_staging(conn, data), "staging"
+
+
+def _insert_via_staging(conn: psycopg.Connection, data: bytes) -> int:
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS ingest_staging "
+        "(part smallint, uuid text, val bigint, ts timestamptz) ON COMMIT DELETE ROWS"
+    )
+    _copy(conn, "COPY ingest_staging (part, uuid, val, ts) FROM STDIN (FORMAT csv)", data)
+    cur = conn.execute(
+        "INSERT INTO slidewin.events (part, uuid, val, ts) "
+        "SELECT part, uuid, val, ts FROM ingest_staging ON CONFLICT DO NOTHING"
+    )
+    inserted = cur.rowcount
+    conn.execute("TRUNCATE ingest_staging")
+    return inserted
+
+
+def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) -> None:
+    if bad.num_rows == 0:
+        return
+    table = bad.select(["source", "reason", "detail", "raw"]).append_column(
+        "batch_id", pa.array([batch_id] * bad.num_rows, pa.int64())
+    )
+    _copy(
+        conn,
+        "COPY slidewin.dead_letters (source, reason, detail, raw, batch_id) "
+        "FROM STDIN (FORMAT csv)",
+        to_csv(table),
+    )
+
+
+def nibble_written(
+    conn: psycopg.Connection, good: pa.Table, newest: datetime | None, inline: InlineRetention
+) -> int:
+    """Nibble each partition this batch wrote, in partition order, to the inline limits.
+
+    Per partition: repeat ``slidewin.nibble`` while it deletes a full chunk, up to (rows this
+    batch sent to the partition + one chunk) -- enough to keep up in steady state, and bounded by
+    the batch's own size, so a large backlog is worked off over several batches instead of in one
+    long transaction.
+    """
+    cutoff = newest - inline.history if inline.history is not None and newest else None
+    if cutoff is None and inline.max_rows is None:
+        return 0
+    counts = pc.value_counts(good["part"]).to_pylist() if good.num_rows else []
+    total = 0
+    for entry in sorted(counts, key=lambda e: e["values"]):
+        total += _nibble_part(conn, entry["values"], entry["counts"], cutoff, inline)
+    return total
+
+
+def _nibble_part(
+    conn: psycopg.Connection,
+    part: int,
+    written: int,
+    cutoff: datetime | None,
+    inline: InlineRetention,
+) -> int:
+    budget, deleted = written + inline.chunk, 0
+    while deleted < budget:
+        with procedure_errors():
+            row = conn.execute(
+                "SELECT slidewin.nibble(%s, %s, %s, %s)",
+                (part, cutoff, inline.max_rows, inline.chunk),
+            ).fetchone()
+        step = int(row[0]) if row else 0
+        deleted += step
+        if step < inline.chunk:
+            break
+    return deleted
+
+
+def to_csv(table: pa.Table) -> bytes:
+    """Arrow table -> CSV bytes for ``COPY ... (FORMAT csv)`` (NULL = empty, '' = quoted)."""
+    sink = io.BytesIO()
+    pacsv.write_csv(table, sink, _CSV)
+    return sink.getvalue()
+
+
+def _copy(conn: psycopg.Connection, statement: str, data: bytes) -> None:
+    with conn.cursor().copy(statement) as copy:
+        copy.write(data)
+
+
+def _max_ts(good: pa.Table) -> datetime | None:
+    if good.num_rows == 0:
+        return None
+    return pc.max(good["ts"]).as_py()
+
+
+def _count(
+    query_id: str,
+    batch_id: int,
+    rows: BatchRows,
+    accepted: int,
+    max_ts: datetime | None,
+    newest: datetime | None,
+    nibbled: int,
+    path: str,
+) -> BatchResult:
+    valid = int(pc.sum(rows.good["copies"]).as_py() or 0) if rows.good.num_rows else 0
+    reasons = pc.value_counts(rows.bad["reason"]).to_pylist() if rows.bad.num_rows else []
+    return BatchResult(
+        query_id=query_id,
+        batch_id=batch_id,
+        rows_in=valid + rows.bad.num_rows,
+        accepted=accepted,
+        duplicates=valid - accepted,
+        rejected=rows.bad.num_rows,
+        by_reason={e["values"]: e["counts"] for e in reasons},
+        max_ts=max_ts,
+        newest_ts=newest,
+        nibbled=nibbled,
+        path=path,
+    )
+
+
+def _with_time(result: BatchResult, seconds: float) -> BatchResult:
+    from dataclasses import replace
+
+    return replace(result, seconds=seconds)
+
+
+def _fault(point: str, batch_id: int) -> None:
+    """Crash-test hook: die with SIGKILL at ``point`` of the first batch when asked to."""
+    if batch_id == 0 and os.environ.get(FAULT_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)

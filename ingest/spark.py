@@ -1,0 +1,98 @@
+"""The one place a SparkSession is built and torn down.
+
+Defaults suit a laptop or a small VM: ``local[*]``, the UI off (it opens a port and costs memory)
+unless asked for, Spark's log at WARN from the first line (``spark.log.level``), few shuffle
+partitions (the default 200 makes tiny tasks that dominate a micro-batch), UTC as the session
+time zone (naive ISO timestamps mean UTC), Arrow for ``toArrow``/``toPandas``, and a bounded
+driver heap. ``stop_session`` also closes the py4j gateway and waits for the JVM to exit, so a
+stopped ingest leaves no JVM behind.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_DRIVER_MEMORY = "1g"
+
+
+def session_conf(
+    master: str = "local[*]",
+    *,
+    ui: bool = False,
+    shuffle_partitions: int | None = None,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+) -> dict[str, str]:
+    """The Spark settings slidewin runs with (pure: testable without a JVM)."""
+    partitions = shuffle_partitions or max(2, os.cpu_count() or 2)
+    return {
+        "spark.master": master,
+        "spark.app.name": "slidewin-ingest",
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.log.level": "WARN",
+        "spark.sql.shuffle.partitions": str(partitions),
+        "spark.default.parallelism": str(partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.driver.memory": driver_memory,
+    }
+
+
+def build_session(
+    master: str = "local[*]",
+    *,
+    ui: bool = False,
+    shuffle_partitions: int | None = None,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+) -> SparkSession:
+    """Start (or join) the process's SparkSession with slidewin's settings."""
+    warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
+    from pyspark.sql import SparkSession
+
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning
+    builder = SparkSession.builder
+    conf = session_conf(
+        master, ui=ui, shuffle_partitions=shuffle_partitions, driver_memory=driver_memory
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def jvm_pid(spark: SparkSession) -> int | None:
+    """The process id of the driver JVM (for memory measurement and clean shutdown checks)."""
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    return proc.pid if proc is not None else None
+
+
+def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
+    """Stop Spark, close the gateway and wait for the JVM to exit (kill it if it will not)."""
+    from pyspark import SparkContext
+
+    gateway = spark.sparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    spark.stop()
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: S110 - the JVM may already be gone; nothing left to close
+        pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()  # the gateway JVM exits when its stdin closes
+    try:
+        proc.wait(timeout=timeout_s)
+    except Exception:
+        proc.kill()
+        proc.wait(timeout=timeout_s)
