@@ -1,0 +1,139 @@
+"""``slidewin client``: the VoltDB windowing client, writing into the landing directory.
+
+Retention, standalone: like VoltDB's client, in --no-inline mode (the default) the client runs
+the deletes itself -- retention rounds in a thread (``jobs.retention``) -- unless ``--deleter
+jobs`` says a scheduler (``slidewin jobs run``) does it, as in ``slidewin demo``. With --inline
+the ingest deletes in its own transactions (run it with ``slidewin ingest --inline``), and the
+client deletes nothing. Either way the policy is recorded as retention setting 'default', where
+ingest reads its horizon.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from client.cli import cli
+from client.config import DELETERS, ClientConfig
+from client.context import AppContext, emit_json, pass_app
+from client.generator import FORMATS
+from client.live import make_display
+from client.params import COUNT, DURATION, DURATION_MS
+from client.processes import stop_on_signals
+from client.session import ClientSession
+from client.summary import Summary, format_summary
+from db.errors import SchemaMissing
+from db.schema import current_version
+
+_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+    click.option("--displayinterval", type=DURATION, default="5", show_default=True,
+                 help="Seconds between reports (e.g. 5, 2.5s)."),
+    click.option("--duration", type=DURATION, default="120", show_default=True,
+                 help="How long to generate events, in seconds (e.g. 120, 2m)."),
+    click.option("--warmup", type=DURATION, default="5", show_default=True,
+                 help="Seconds at the start left out of the final statistics."),
+    click.option("--ratelimit", type=COUNT, default="15000", show_default=True,
+                 help="Events per second to write (e.g. 15000, 50k)."),
+    click.option("--maxrows", type=COUNT, default="0", show_default=True,
+                 help="Keep at most this many rows in the store (0: no row limit)."),
+    click.option("--historyseconds", type=DURATION, default="30", show_default=True,
+                 help="Keep rows younger than this many seconds (0: no age limit). "
+                 "Both limits may be set: both hold."),
+    click.option("--inline/--no-inline", default=False, show_default=True,
+                 help="Delete in the ingest's own transactions instead of a separate deleter."),
+    click.option("--deletechunksize", type=click.IntRange(1, 1_000_000), default=100,
+                 show_default=True, help="At most this many rows per delete, per partition."),
+    click.option("--deleteyieldtime", type=DURATION_MS, default="100", show_default=True,
+                 help="Pause after a delete round that found little to do (ms; e.g. 100, 1s)."),
+    click.option("--seed", type=int, default=None,
+                 help="Seed for the random events (default: a fresh one each run)."),
+    click.option("--landing", type=click.Path(file_okay=False, path_type=Path), default=None,
+                 help="Directory the events are written to (default: <data dir>/landing)."),
+    click.option("--format", "fmt", type=click.Choice(FORMATS), default="csv",
+                 show_default=True, help="File format of the events."),
+    click.option("--view", type=click.Choice(["auto", "live", "plain"]), default="auto",
+                 show_default=True, help="Live view on a terminal (auto), or plain lines."),
+    click.option("--json", "as_json", is_flag=True,
+                 help="End with the final summary as one JSON object on stdout."),
+]
+
+
+def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The client's options, shared with ``slidewin demo``."""
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: Any) -> ClientConfig:
+    """ClientConfig from parsed options (durations arrive as timedelta)."""
+    secs = {k: v.total_seconds() if isinstance(v, timedelta) else v for k, v in opts.items()}
+    return ClientConfig(
+        landing=Path(landing) if landing else app.data_dir / "landing",
+        displayinterval=secs["displayinterval"],
+        duration=secs["duration"],
+        warmup=secs["warmup"],
+        ratelimit=secs["ratelimit"],
+        maxrows=secs["maxrows"],
+        historyseconds=secs["historyseconds"],
+        inline=secs["inline"],
+        deletechunksize=secs["deletechunksize"],
+        deleteyieldtime_ms=secs["deleteyieldtime"] * 1000,
+        seed=secs["seed"],
+        fmt=secs["fmt"],
+        deleter=deleter,
+    )
+
+
+def run_client(
+    config: ClientConfig, dsn: str, view: str, stop: threading.Event, drain_s: float = 10.0
+) -> Summary:
+    """Run one client session to the end; print the summary lines; return the summary."""
+    display = make_display(None if view == "auto" else view == "live")
+    try:
+        summary = ClientSession(config, dsn, display, drain_s=drain_s).run(stop)
+    finally:
+        display.close()
+    for line in format_summary(summary):
+        click.echo(line)
+    return summary
+
+
+@cli.command("client")
+@client_options
+@click.option("--deleter", type=click.Choice(DELETERS), default="client", show_default=True,
+              help="With --no-inline: who runs the retention deletes -- this client (in a "
+              "thread) or the scheduler (`slidewin jobs run`).")
+@pass_app
+def client_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
+                   deleter: str, **opts: Any) -> None:
+    """Write random events into the landing directory and report on the window, as VoltDB's
+    windowing client does: averages over 1/5/10/30 s, a max tracker, throughput, freshness,
+    deletes, rejects; a final summary at the end.
+
+    Run `slidewin ingest` alongside (or use `slidewin demo`, which runs everything).
+
+    \b
+    Examples:
+      slidewin client --duration 60 --ratelimit 20000
+      slidewin client --maxrows 100000 --historyseconds 0 --deletechunksize 500
+      slidewin client --inline --landing /tmp/landing      # ingest runs with --inline
+    """
+    config = build_config(app, landing, deleter, **opts)
+    with app.connect() as conn:
+        if current_version(conn) is None:
+            raise SchemaMissing(
+                "the slidewin schema is not in this database; run: slidewin db init"
+            )
+    stop = threading.Event()
+    app.progress(f"writing {config.ratelimit:g} events/s into {config.landing} "
+                 f"for {config.duration:g} s")
+    with stop_on_signals(stop):
+        summary = run_client(config, app.dsn, view, stop)
+    if as_json:
+        emit_json(summary.as_json())

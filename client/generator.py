@@ -1,0 +1,298 @@
+"""The event generator: random events written into the landing directory as atomic files.
+
+An event is a random uuid (uuid4 text), a gaussian ``val`` (mean 0, sd 1000, rounded to an
+integer, as VoltDB's client did) and ``ts`` = its creation time (UTC, from an injected clock).
+
+Speed: the generator must never be the bottleneck (>= 500,000 events/s unthrottled), so a batch
+is built with numpy, not per-event Python: uuids are random bytes with the version/variant bits
+set and hex-encoded through a lookup table; values and timestamps are formatted digit by digit
+as byte columns; each row is laid out in a fixed-width byte matrix and the padding is dropped
+with one boolean mask (row-major order keeps the rows in sequence). CSV and JSON Lines share
+that layout (``prefix uuid sep1 val sep2 ts suffix``); Parquet goes through pyarrow.
+
+Atomicity: a batch is written to ``.<name>.tmp`` in the landing directory, flushed, then renamed
+to its final name, so a reader listing the directory never sees a partial file (readers skip
+dot-files). No fsync: a crash loses at most unrenamed temp files, and the demo is not a
+durability test; ``fsync=True`` turns it on.
+
+Timestamps within a batch are spread evenly over the interval since the previous batch, so the
+per-second counts match the rate, and the generator records how many events it wrote for each
+second (``written_per_second``) -- the freshness tracker compares those with the rollups.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from db.errors import ConfigError
+
+FORMATS = ("csv", "jsonl", "parquet")
+_SUFFIX = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_HEX_PAIRS = np.stack([_HEX[np.arange(256) >> 4], _HEX[np.arange(256) & 15]], axis=1)
+# positions of the 32 hex digits inside the 36-character uuid text (dashes at 8, 13, 18, 23)
+_UUID_HEX_POS = np.array([i for i in range(36) if i not in (8, 13, 18, 23)])
+_TS_LEN = 27  # 2026-01-01T12:00:00.123456Z
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    """What to write where. ``rate`` is events/s; 0 means as fast as possible."""
+
+    landing: Path
+    rate: float = 15000.0
+    batch_interval_s: float = 0.2
+    unthrottled_batch: int = 100_000
+    seed: int | None = None
+    fmt: str = "csv"
+    sd: float = 1000.0
+    fsync: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rate < 0:
+            raise ConfigError(f"rate must be >= 0 events/s (0 = unthrottled), got {self.rate}")
+        if not 0.001 <= self.batch_interval_s <= 10:
+            raise ConfigError(
+                f"batch_interval_s must be between 0.001 and 10, got {self.batch_interval_s}"
+            )
+        if self.unthrottled_batch < 1:
+            raise ConfigError(f"unthrottled_batch must be >= 1, got {self.unthrottled_batch}")
+        if self.fmt not in FORMATS:
+            raise ConfigError(f"format {self.fmt!r} is not one of {', '.join(FORMATS)}")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One written file: its events were created in (start, end]; ``seconds`` maps each
+    epoch second to how many of its events fall in it."""
+
+    path: Path
+    count: int
+    start: datetime
+    end: datetime
+    seconds: dict[int, int]
+
+
+@dataclass
+class GeneratorStats:
+    """Shared with the reporter and tracker threads; guarded by ``lock``."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    events: int = 0
+    files: int = 0
+    failures: int = 0
+    written_per_second: dict[int, int] = field(default_factory=dict)
+
+
+def epoch_us(ts: datetime) -> int:
+    """Microseconds since the epoch of an aware datetime (exact integer arithmetic)."""
+    delta = ts - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class EventGenerator:
+    """Builds batches of random events and writes them atomically into ``config.landing``."""
+
+    def __init__(self, config: GeneratorConfig, clock: Clock = utc_now) -> None:
+        self.config = config
+        self.clock = clock
+        self.rng = np.random.default_rng(config.seed)
+        self.stats = GeneratorStats()
+        self._sequence = 0
+        self._prefix = f"ev-{os.getpid()}-{int(time.time() * 1000)}"
+        config.landing.mkdir(parents=True, exist_ok=True)
+
+    # ---- building -------------------------------------------------------------------------
+    def uuids(self, n: int) -> np.ndarray:
+        """(n, 36) uint8: uuid4 texts, lower-case hex, RFC 4122 version and variant bits."""
+        raw = self.rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
+        raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
+        raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
+        out = np.full((n, 36), ord("-"), dtype=np.uint8)
+        out[:, _UUID_HEX_POS] = _HEX_PAIRS[raw].reshape(n, 32)
+        return out
+
+    def values(self, n: int) -> np.ndarray:
+        """Gaussian values, sd ``config.sd``, rounded to the nearest integer."""
+        return np.rint(self.rng.normal(0.0, self.config.sd, n)).astype(np.int64)
+
+    @staticmethod
+    def spread(start_us: int, end_us: int, n: int) -> np.ndarray:
+        """n timestamps (epoch microseconds) evenly spread over (start, end]."""
+        step = (end_us - start_us) / n
+        return start_us + np.ceil(step * np.arange(1, n + 1)).astype(np.int64)
+
+    # ---- writing --------------------------------------------------------------------------
+    def write_batch(self, n: int, start: datetime, end: datetime) -> Batch:
+        """Write n events created in (start, end] as one file that appears atomically."""
+        ts_us = self.spread(epoch_us(start), epoch_us(end), n)
+        uuids, vals = self.uuids(n), self.values(n)
+        self._sequence += 1
+        name = f"{self._prefix}-{self._sequence:08d}{_SUFFIX[self.config.fmt]}"
+        final = self.config.landing / name
+        tmp = self.config.landing / f".{name}.tmp"
+        if self.config.fmt == "parquet":
+            _write_parquet(tmp, uuids, vals, ts_us)
+        else:
+            _write_bytes(tmp, render_rows(uuids, vals, ts_us, self.config.fmt), self.config.fsync)
+        os.replace(tmp, final)
+        secs, counts = np.unique(ts_us // 1_000_000, return_counts=True)
+        seconds = {int(s): int(c) for s, c in zip(secs, counts, strict=True)}
+        self._record(n, seconds)
+        return Batch(final, n, start, end, seconds)
+
+    def _record(self, n: int, seconds: dict[int, int]) -> None:
+        with self.stats.lock:
+            self.stats.events += n
+            self.stats.files += 1
+            for sec, count in seconds.items():
+                self.stats.written_per_second[sec] = (
+                    self.stats.written_per_second.get(sec, 0) + count
+                )
+
+    def run(
+        self,
+        stop: threading.Event,
+        until: float | None = None,
+        on_batch: Callable[[Batch], None] | None = None,
+    ) -> None:
+        """Write batches until ``stop`` is set or ``time.monotonic()`` passes ``until``.
+
+        Throttled: every batch interval, write the events due at the rate since the last batch
+        (so the long-run rate is exact even when a batch is late). Unthrottled: fixed-size
+        batches back to back.
+        """
+        cfg = self.config
+        began_mono, last = time.monotonic(), self.clock()
+        due_total = 0.0
+        while not stop.is_set() and (until is None or time.monotonic() < until):
+            if cfg.rate > 0:
+                stop.wait(cfg.batch_interval_s)
+                elapsed = time.monotonic() - began_mono
+                n = int(cfg.rate * elapsed - due_total)
+            else:
+                n = cfg.unthrottled_batch
+            now = self.clock()
+            if n <= 0 or now <= last:
+                continue
+            due_total += n
+            try:
+                batch = self.write_batch(n, last, now)
+            except OSError:
+                with self.stats.lock:
+                    self.stats.failures += 1
+                continue
+            last = now
+            if on_batch is not None:
+                on_batch(batch)
+
+
+def render_rows(uuids: np.ndarray, vals: np.ndarray, ts_us: np.ndarray, fmt: str) -> bytes:
+    """CSV (with header) or JSON Lines bytes for the given columns, built without a Python loop
+    over rows."""
+    if fmt == "csv":
+        head, parts = b"uuid,val,ts\n", (b"", b",", b",", b"\n")
+    else:
+        parts = (b'{"uuid":"', b'","val":', b',"ts":"', b'"}\n')
+        head = b""
+    val_chars, val_len = format_ints(vals)
+    ts_chars = format_ts(ts_us)
+    return head + _layout(parts, uuids, val_chars, val_len, ts_chars)
+
+
+def _layout(
+    parts: tuple[bytes, bytes, bytes, bytes],
+    uuids: np.ndarray,
+    val_chars: np.ndarray,
+    val_len: np.ndarray,
+    ts_chars: np.ndarray,
+) -> bytes:
+    prefix, sep1, sep2, suffix = (np.frombuffer(p, dtype=np.uint8) for p in parts)
+    n, width = len(uuids), val_chars.shape[1]
+    head = np.concatenate([np.broadcast_to(prefix, (n, len(prefix))), uuids,
+                           np.broadcast_to(sep1, (n, len(sep1)))], axis=1)
+    tail = np.concatenate([np.broadcast_to(sep2, (n, len(sep2))), ts_chars,
+                           np.broadcast_to(suffix, (n, len(suffix)))], axis=1)
+    hw, tw = head.shape[1], tail.shape[1]
+    matrix = np.zeros((n, hw + width + tw), dtype=np.uint8)
+    matrix[:, :hw] = head
+    matrix[:, hw:hw + width] = val_chars
+    cols = hw + val_len[:, None] + np.arange(tw)
+    matrix[np.arange(n)[:, None], cols] = tail
+    keep = np.arange(matrix.shape[1]) < (hw + val_len + tw)[:, None]
+    return matrix[keep].tobytes()
+
+
+def format_ints(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left-aligned decimal text of int64 values: ((n, width) uint8, lengths)."""
+    neg = vals < 0
+    mag = np.abs(vals).astype(np.uint64)
+    digits = np.ones(len(vals), dtype=np.int64)
+    for k in range(1, 20):
+        digits += mag >= np.uint64(10**k)
+    length = digits + neg
+    width = int(length.max()) if len(vals) else 1
+    chars = np.zeros((len(vals), width), dtype=np.uint8)
+    chars[:, 0] = np.where(neg, ord("-"), 0)
+    rows = np.arange(len(vals))
+    for k in range(int(digits.max()) if len(vals) else 0):
+        has = digits > k
+        digit = (mag // np.uint64(10**k)) % np.uint64(10)
+        pos = neg.astype(np.int64) + digits - 1 - k
+        chars[rows[has], pos[has]] = digit[has].astype(np.uint8) + ord("0")
+    return chars, length
+
+
+def format_ts(ts_us: np.ndarray) -> np.ndarray:
+    """(n, 27) uint8: ISO 8601 UTC text with microseconds, e.g. 2026-01-01T12:00:00.123456Z."""
+    secs, micros = np.divmod(ts_us, 1_000_000)
+    unique, inverse = np.unique(secs, return_inverse=True)
+    heads = np.array(
+        [list(datetime.fromtimestamp(int(s), UTC).strftime("%Y-%m-%dT%H:%M:%S.").encode())
+         for s in unique],
+        dtype=np.uint8,
+    ).reshape(len(unique), 20)
+    out = np.empty((len(ts_us), _TS_LEN), dtype=np.uint8)
+    out[:, :20] = heads[inverse]
+    for k in range(6):
+        out[:, 25 - k] = (micros // 10**k) % 10 + ord("0")
+    out[:, 26] = ord("Z")
+    return out
+
+
+def _write_bytes(path: Path, data: bytes, fsync: bool) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _write_parquet(path: Path, uuids: np.ndarray, vals: np.ndarray, ts_us: np.ndarray) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = len(uuids)
+    offsets = pa.py_buffer(np.arange(0, 36 * (n + 1), 36, dtype=np.int32).tobytes())
+    uuid_col = pa.StringArray.from_buffers(n, offsets, pa.py_buffer(uuids.tobytes()))
+    table = pa.table({
+        "uuid": uuid_col,
+        "val": pa.array(vals, type=pa.int64()),
+        "ts": pa.array(ts_us, type=pa.timestamp("us", tz="UTC")),
+    })
+    pq.write_table(table, path, compression="snappy")

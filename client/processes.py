@@ -1,0 +1,135 @@
+"""Child processes and signals: clean shutdown that leaves nothing behind.
+
+Each child (ingest, scheduler) starts in a new session, so it leads its own process group: a
+Ctrl-C on the terminal reaches only the parent, which then stops the children in order, and the
+JVM that PySpark launches under the ingest process belongs to the ingest's group. Stopping a
+child is: SIGTERM to the group, wait for the child to exit, wait for the rest of its group (the
+JVM) to exit, and only then SIGKILL the group as a last resort.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """While inside, SIGINT and SIGTERM set ``stop`` instead of raising (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def handler(signum: int, _frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def slidewin_argv(*args: str) -> list[str]:
+    """The command line running ``slidewin`` with this interpreter (no PATH lookup)."""
+    return [sys.executable, "-m", "client.cli", *args]
+
+
+@dataclass
+class Child:
+    """A child process in its own process group, its output kept (tail) and copied to a log."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=40))
+    reader: threading.Thread | None = None
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid  # start_new_session makes the child its group's leader
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def group_alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, sig)
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        """SIGTERM the group, wait for it, SIGKILL whatever is left. Returns the exit code."""
+        if self.alive() or self.group_alive():
+            self.signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        while self.group_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.alive() or self.group_alive():
+            self.signal_group(signal.SIGKILL)
+            self.proc.wait()
+            while self.group_alive() and time.monotonic() < deadline + 5:
+                time.sleep(0.1)
+        if self.reader is not None:
+            self.reader.join(timeout=5)
+        return self.proc.returncode
+
+
+def start_child(
+    name: str,
+    argv: list[str],
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> Child:
+    """Start ``argv`` in a new session; stdout+stderr go to ``log_path`` and a short tail."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=env,
+    )
+    child = Child(name, proc, log_path)
+    child.reader = threading.Thread(
+        target=_pump, args=(proc.stdout, child, on_line), name=f"pump-{name}", daemon=True
+    )
+    child.reader.start()
+    return child
+
+
+def _pump(stream: IO[bytes] | None, child: Child, on_line: Callable[[str], None] | None) -> None:
+    if stream is None:
+        return
+    with open(child.log_path, "ab") as log:
+        for raw in stream:
+            log.write(raw)
+            log.flush()
+            text = raw.decode("utf-8", "replace").rstrip()
+            child.tail.append(text)
+            if on_line is not None:
+                on_line(text)

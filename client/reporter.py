@@ -1,0 +1,231 @@
+"""The periodic report (VoltDB's Reporter, plus what it never showed).
+
+Every display interval: the averages over the last 1, 5, 10 and 30 s (``db.windows.summary``,
+read from the rollups; an empty window prints "no data"), the insert throughput, freshness
+(see ``client.freshness``), rows deleted since the last report, rejected events and failures.
+
+Where the numbers come from, all bounded reads:
+- *ingested*: ``accepted`` of the ingest batches committed since the last report (an index on
+  ``ingest_batches.committed_at``, see procedures/client). Batches are re-read with a one-minute
+  overlap and de-duplicated by (query_id, batch_id), so a batch whose transaction started before
+  the previous report but committed after it is still counted once.
+- *stored rows*: ``sum(n)`` of the rollups (exact; about retained seconds x partitions rows).
+- *deleted*: by conservation, ``stored before + ingested - stored now`` -- whoever deleted (the
+  client's deleter, the scheduler, inline ingest) -- read in one REPEATABLE READ snapshot, where
+  the batch rows and the rollups they changed commit together.
+- *rejected*: dead letters with an id above the last one seen, grouped by reason.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import psycopg
+
+from client.freshness import FreshnessTracker, latency_stats
+from client.generator import Clock, GeneratorStats, utc_now
+from db import windows
+
+WINDOWS = (1, 5, 10, 30)
+OVERLAP = "60 seconds"
+
+SNAPSHOT_SQL = (
+    "SELECT clock_timestamp(), (SELECT coalesce(sum(n), 0)::bigint FROM slidewin.rollups)"
+)
+BATCHES_SQL = f"""
+SELECT query_id, batch_id, accepted, rejected, duplicates, committed_at
+  FROM slidewin.ingest_batches
+ WHERE committed_at > %s::timestamptz - interval '{OVERLAP}'
+"""
+DEAD_LETTERS_SQL = """
+SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters WHERE id > %s GROUP BY reason
+"""
+LAST_DEAD_LETTER_SQL = "SELECT coalesce(max(id), 0) FROM slidewin.dead_letters"
+
+
+@dataclass
+class Failures:
+    """Errors of the client's own work (writes, polls, deletes), counted and the last one kept."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    count: int = 0
+    last: str = ""
+
+    def add(self, where: str, exc: BaseException) -> None:
+        with self.lock:
+            self.count += 1
+            self.last = f"{where}: {type(exc).__name__}: {str(exc).strip()[:200]}"
+
+
+@dataclass
+class Totals:
+    """Cumulative counts since the client started."""
+
+    at_mono: float = 0.0
+    ingested: int = 0
+    duplicates: int = 0
+    deleted: int = 0
+    rejected: int = 0
+    rows: int = 0
+    rejected_by_reason: Counter[str] = field(default_factory=Counter)
+
+    def copy(self) -> Totals:
+        return Totals(self.at_mono, self.ingested, self.duplicates, self.deleted, self.rejected,
+                      self.rows, Counter(self.rejected_by_reason))
+
+
+class StoreWatch:
+    """Counts what the store did since the watch began (see the module docstring)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        self.totals = Totals()
+        self._seen: dict[tuple[str, int], datetime] = {}
+        self._dead_cursor = 0
+        self._read_at: datetime | None = None
+        self.lock = threading.Lock()
+        with self.conn.transaction():
+            self._read_at, self.totals.rows = self._snapshot()
+            self._dead_cursor = int(self.conn.execute(LAST_DEAD_LETTER_SQL).fetchone()[0])
+            for qid, bid, *_rest, committed in self.conn.execute(BATCHES_SQL, (self._read_at,)):
+                self._seen[(qid, bid)] = committed
+        self.totals.at_mono = time.monotonic()
+
+    def _snapshot(self) -> tuple[datetime, int]:
+        row = self.conn.execute(SNAPSHOT_SQL).fetchone()
+        assert row is not None
+        return row[0], int(row[1])
+
+    def refresh(self) -> Totals:
+        """Read the store once more; returns a copy of the updated totals."""
+        with self.lock, self.conn.transaction():
+            read_at, rows = self._snapshot()
+            ingested = self._new_batches(read_at)
+            self._new_dead_letters()
+            t = self.totals
+            t.deleted += max(0, t.rows + ingested - rows)
+            t.rows, t.at_mono = rows, time.monotonic()
+            self._read_at = read_at
+            return t.copy()
+
+    def _new_batches(self, read_at: datetime) -> int:
+        accepted = 0
+        for qid, bid, acc, _rej, dup, committed in self.conn.execute(
+            BATCHES_SQL, (self._read_at,)
+        ):
+            if (qid, bid) not in self._seen:
+                self._seen[(qid, bid)] = committed
+                accepted += int(acc)
+                self.totals.duplicates += int(dup)
+        horizon = self._read_at
+        for key in [k for k, c in self._seen.items() if (horizon - c).total_seconds() > 120]:
+            del self._seen[key]
+        self.totals.ingested += accepted
+        return accepted
+
+    def _new_dead_letters(self) -> None:
+        for reason, count, top in self.conn.execute(DEAD_LETTERS_SQL, (self._dead_cursor,)):
+            self.totals.rejected += int(count)
+            self.totals.rejected_by_reason[reason] += int(count)
+            self._dead_cursor = max(self._dead_cursor, int(top))
+
+
+@dataclass(frozen=True)
+class Report:
+    elapsed_s: float
+    averages: dict[int, float | None]
+    rows_in_window: dict[int, int]
+    written_per_s: float
+    ingested_per_s: float
+    freshness_avg_ms: float | None
+    freshness_p95_ms: float | None
+    deleted: int
+    rejected: int
+    failures: int
+    rows: int
+
+
+def show(value: float | None, fmt: str = "{:.1f}") -> str:
+    """A number, or "no data" -- never "None"."""
+    return "no data" if value is None else fmt.format(value)
+
+
+def hms(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def format_report(r: Report) -> list[str]:
+    """The report as text lines, in VoltDB's layout with the added lines."""
+    lines = [f"{hms(r.elapsed_s)} Report:", "  Average values over time windows:"]
+    for sec in WINDOWS:
+        avg = r.averages.get(sec)
+        rows = f" ({r.rows_in_window.get(sec, 0)} rows)" if avg is not None else ""
+        lines.append(f"    Average for past {sec:2d}s: {show(avg)}{rows}")
+    lines += [
+        "  Insert statistics:",
+        f"    Throughput {r.ingested_per_s:.0f}/s ingested, {r.written_per_s:.0f}/s written, "
+        f"freshness avg/95% {show(r.freshness_avg_ms, '{:.0f}')}/"
+        f"{show(r.freshness_p95_ms, '{:.0f}')} ms",
+        f"    Rows deleted {r.deleted}, rejected {r.rejected}, failures {r.failures}, "
+        f"stored {r.rows}",
+    ]
+    return lines
+
+
+class Reporter:
+    """Builds one ``Report`` per call from the store, the generator and the freshness tracker."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        watch: StoreWatch,
+        generator: GeneratorStats,
+        freshness: FreshnessTracker,
+        failures: Failures,
+        clock: Clock = utc_now,
+        started_mono: float | None = None,
+    ) -> None:
+        self.conn, self.watch, self.generator = conn, watch, generator
+        self.freshness, self.failures, self.clock = freshness, failures, clock
+        self.started = time.monotonic() if started_mono is None else started_mono
+        self._last = watch.totals.copy()
+        self._last_written = (self.started, generator.events)
+
+    def averages(self, now: datetime) -> tuple[dict[int, float | None], dict[int, int]]:
+        avgs, rows = {}, {}
+        for sec in WINDOWS:
+            result = windows.summary(self.conn, sec, now)
+            avgs[sec], rows[sec] = result.avg, result.n
+        return avgs, rows
+
+    def report(self) -> Report:
+        now = self.clock()
+        avgs, rows = self.averages(now)
+        totals = self.watch.refresh()
+        mono = time.monotonic()
+        span = max(mono - self._last.at_mono, 1e-6)
+        with self.generator.lock:
+            written = self.generator.events
+        wrote_span = max(mono - self._last_written[0], 1e-6)
+        fresh = latency_stats(self.freshness.take_new())
+        report = Report(
+            elapsed_s=mono - self.started,
+            averages=avgs,
+            rows_in_window=rows,
+            written_per_s=(written - self._last_written[1]) / wrote_span,
+            ingested_per_s=(totals.ingested - self._last.ingested) / span,
+            freshness_avg_ms=fresh.avg_ms,
+            freshness_p95_ms=fresh.p95_ms,
+            deleted=totals.deleted - self._last.deleted,
+            rejected=totals.rejected - self._last.rejected,
+            failures=self.failures.count,
+            rows=totals.rows,
+        )
+        self._last, self._last_written = totals, (mono, written)
+        return report

@@ -1,0 +1,227 @@
+"""One run of the client simulator: the generator in the calling thread, the rest in threads.
+
+Threads (each with its own connection, as psycopg connections are not shared across threads):
+- reporter: a report every display interval;
+- max tracker: the window max every 10 ms;
+- freshness: the rollups of pending seconds every 100 ms;
+- deleter (only with ``--no-inline --deleter client``): retention rounds via
+  ``jobs.retention.run_until_caught_up``, pausing ``deleteyieldtime`` after a round that filled no
+  chunk -- VoltDB's ContinuousDeleter.
+
+The run ends at ``duration`` or when ``stop`` is set (Ctrl-C, SIGTERM). The generator stops
+first; then the session waits up to ``drain_s`` for the events already written to become
+visible (so they count in the summary), stops the threads, prints a last report and returns the
+final summary.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+import psycopg
+
+from client.config import ClientConfig
+from client.freshness import FreshnessTracker
+from client.generator import Clock, EventGenerator, GeneratorConfig, utc_now
+from client.live import Display
+from client.maxtracker import MaxTracker
+from client.reporter import Failures, Reporter, StoreWatch, Totals, format_report
+from client.summary import Summary, build_summary
+from db.connect import connect
+from jobs.config import DEFAULT_NAME, RetentionPolicy
+
+UPSERT_SETTINGS_SQL = """
+INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk, yield_ms, updated_at)
+VALUES (%s, %s, %s, %s, %s, now())
+ON CONFLICT (name) DO UPDATE SET history_s = EXCLUDED.history_s, max_rows = EXCLUDED.max_rows,
+    chunk = EXCLUDED.chunk, yield_ms = EXCLUDED.yield_ms, updated_at = now()
+"""
+
+
+def policy_of(config: ClientConfig) -> RetentionPolicy:
+    return RetentionPolicy(
+        history=timedelta(seconds=config.history_s) if config.history_s else None,
+        max_rows=config.max_rows,
+        chunk=config.deletechunksize,
+        yield_=timedelta(milliseconds=config.deleteyieldtime_ms),
+    )
+
+
+def record_retention(conn: psycopg.Connection, config: ClientConfig) -> None:
+    """Store the policy as retention setting 'default', which ingest reads for its horizon."""
+    conn.execute(
+        UPSERT_SETTINGS_SQL,
+        (DEFAULT_NAME, config.history_s, config.max_rows, config.deletechunksize,
+         round(config.deleteyieldtime_ms)),
+    )
+
+
+@dataclass
+class Timing:
+    started_mono: float
+    warmup_end_mono: float
+    end_mono: float
+
+
+class ClientSession:
+    """Wire the parts together; ``run`` blocks until the end and returns the summary."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        dsn: str,
+        display: Display,
+        clock: Clock = utc_now,
+        drain_s: float = 10.0,
+    ) -> None:
+        self.config, self.dsn, self.display, self.clock = config, dsn, display, clock
+        self.drain_s = drain_s
+        self.failures = Failures()
+        self.freshness = FreshnessTracker(clock=clock)
+        self.generator = EventGenerator(
+            GeneratorConfig(config.landing, rate=config.ratelimit, seed=config.seed,
+                            fmt=config.fmt),
+            clock=clock,
+        )
+        self._threads_stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._conns: list[psycopg.Connection] = []
+        self.reporter: Reporter | None = None
+
+    def _connect(self) -> psycopg.Connection:
+        conn = connect(self.dsn, autocommit=True)
+        self._conns.append(conn)
+        return conn
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=f"slidewin-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _loop(self, name: str, interval_s: float, step: Callable[[], object]) -> None:
+        """Call ``step`` every ``interval_s`` until the threads stop; count its failures."""
+        while not self._threads_stop.wait(interval_s):
+            try:
+                step()
+            except psycopg.Error as exc:
+                self.failures.add(name, exc)
+
+    def start_threads(self) -> None:
+        watch = StoreWatch(self._connect())
+        self.reporter = Reporter(self._connect(), watch, self.generator.stats, self.freshness,
+                                 self.failures, self.clock)
+        tracker = MaxTracker(self._connect(), self.config.max_window_s, self.clock,
+                             emit=self.display.line)
+        fresh_conn = self._connect()
+        self._spawn("max", lambda: self._loop("max tracker", 0.01, tracker.poll))
+        self._spawn("freshness", lambda: self._loop(
+            "freshness", 0.1, lambda: self.freshness.poll(fresh_conn)))
+        self._spawn("reporter", lambda: self._loop(
+            "reporter", self.config.displayinterval, self._report))
+        if self.config.runs_deleter:
+            self._spawn("deleter", self._deleter(self._connect()))
+
+    def _report(self) -> None:
+        assert self.reporter is not None
+        self.display.report(format_report(self.reporter.report()))
+
+    def _deleter(self, conn: psycopg.Connection) -> Callable[[], None]:
+        from jobs.retention import run_until_caught_up
+
+        policy = policy_of(self.config)
+        pause = self.config.deleteyieldtime_ms / 1000
+
+        def run() -> None:
+            while not self._threads_stop.is_set():
+                try:
+                    result = run_until_caught_up(conn, policy, self.clock,
+                                                 stop=self._threads_stop, wait=True)
+                except psycopg.Error as exc:
+                    self.failures.add("deleter", exc)
+                    result = None
+                if result is None or result.caught_up:
+                    self._threads_stop.wait(pause)
+
+        return run
+
+    def run(self, stop: threading.Event) -> Summary:
+        """Generate until the duration ends or ``stop`` is set; then drain and summarise."""
+        with connect(self.dsn, autocommit=True) as conn:
+            record_retention(conn, self.config)
+        started = time.monotonic()
+        timing = Timing(started, started + self.config.warmup, started + self.config.duration)
+        self.start_threads()
+        assert self.reporter is not None
+        warm = _WarmupMark(self, timing.warmup_end_mono)
+        try:
+            self.generator.run(stop, until=timing.end_mono, on_batch=warm.on_batch)
+            ended = time.monotonic()
+            self._drain(stop)
+        finally:
+            self._threads_stop.set()
+            for thread in self._threads:
+                thread.join(timeout=10)
+        return self._finish(timing, ended, warm)
+
+    def _drain(self, stop: threading.Event) -> None:
+        """Give ingest up to ``drain_s`` to make the written events visible (not after Ctrl-C:
+        then the user wants out, and the summary counts the rest as pending)."""
+        deadline = time.monotonic() + self.drain_s
+        while self.freshness.pending_events and time.monotonic() < deadline:
+            if stop.wait(0.1):
+                return
+
+    def _finish(self, timing: Timing, ended: float, warm: _WarmupMark) -> Summary:
+        assert self.reporter is not None
+        try:
+            self.display.report(format_report(self.reporter.report()))
+            totals = self.reporter.watch.totals.copy()
+            with connect(self.dsn, autocommit=True) as conn:
+                return build_summary(
+                    conn=conn,
+                    now=self.clock(),
+                    duration_s=ended - timing.started_mono,
+                    measured_s=max(0.0, ended - timing.warmup_end_mono),
+                    written=(self.generator.stats.events,
+                             self.generator.stats.events - warm.written_at_warmup),
+                    totals=totals,
+                    at_warmup=warm.totals or Totals(),
+                    failures=(self.failures.count, self.failures.last),
+                    freshness=self.freshness.overall(since=warm.wall),
+                    unmeasured=self.freshness.unmeasured_events,
+                    pending=self.freshness.pending_events,
+                )
+        finally:
+            for conn in self._conns:
+                conn.close()
+
+
+class _WarmupMark:
+    """Takes the totals once, at the first batch after the warmup ends."""
+
+    def __init__(self, session: ClientSession, at_mono: float) -> None:
+        self.session, self.at_mono = session, at_mono
+        self.totals: Totals | None = None
+        self.written_at_warmup = 0
+        self.wall = session.clock()
+        self._taken = at_mono <= time.monotonic()
+        if self._taken:
+            self.totals = Totals()
+
+    def on_batch(self, batch: object) -> None:
+        self.session.freshness.add_batch(batch)  # type: ignore[arg-type]
+        if self._taken or time.monotonic() < self.at_mono:
+            return
+        self._taken = True
+        self.wall = self.session.clock()
+        self.written_at_warmup = self.session.generator.stats.events
+        try:
+            assert self.session.reporter is not None
+            self.totals = self.session.reporter.watch.refresh()
+        except psycopg.Error as exc:
+            self.session.failures.add("warmup mark", exc)
+            self.totals = Totals()
