@@ -17,6 +17,9 @@
 CREATE OR REPLACE FUNCTION slidewin.retention_targets(p_max_rows bigint, p_split text DEFAULT 'global')
 RETURNS TABLE (part integer, n_rows bigint, target_rows bigint)
 LANGUAGE plpgsql STABLE
+-- partition_keys() is estimated at millions of rows (config is never analyzed), which makes the
+-- planner JIT-compile this tiny query: 0.5 s instead of 1 ms.
+SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN

@@ -1,0 +1,291 @@
+"""``slidewin jobs``: schedule retention (and view refresh, stats) and watch it work.
+
+A thin shell over ``jobs.store`` (the job store in PostgreSQL), ``jobs.scheduler`` (the running
+scheduler) and ``jobs.status``.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import click
+
+from client.cli import cli
+from client.context import AppContext, emit_json, pass_app
+from client.params import COUNT, DURATION, DURATION_MS
+from jobs import scheduler as sched
+from jobs import store
+from jobs.config import DEFAULT_NAME, SPLITS, RetentionPolicy
+from jobs.status import JobStatus, all_status
+
+
+@cli.group()
+def jobs() -> None:
+    """Scheduled retention ("run everywhere" nibble deletes), view refresh and stats.
+
+    Jobs are stored in PostgreSQL, so they survive restarts; `jobs run` executes them.
+
+    \b
+    Examples:
+      slidewin jobs add retention --history 30s --max-rows 1M
+      slidewin jobs add refresh --every 10s
+      slidewin jobs run                      # until Ctrl-C / SIGTERM
+      slidewin jobs status --json
+    """
+
+
+@jobs.command("run")
+@click.option(
+    "--for",
+    "duration",
+    type=DURATION,
+    default=None,
+    help="Stop after this long (e.g. 30s); default: run until Ctrl-C or SIGTERM.",
+)
+@pass_app
+def jobs_run(app: AppContext, duration: timedelta | None) -> None:
+    """Run the stored jobs: the long-running scheduler.
+
+    Retention rounds and vacuums are reported on stderr (-q silences them). Ctrl-C or SIGTERM
+    stops it cleanly after the round in progress (exit 0).
+
+    \b
+    Examples:
+      slidewin jobs run
+      slidewin -q jobs run --for 5m
+    """
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOP_SIGNALS}
+    try:
+        dsn = app.dsn
+        count = len(store.list_jobs(dsn))
+        app.progress(f"scheduler running {count} job(s); Ctrl-C or SIGTERM to stop")
+        sched.run_scheduler(dsn, stop=stop, duration=duration, report=app.progress)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    app.progress("scheduler stopped")
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@jobs.group("add")
+def jobs_add() -> None:
+    """Add (or replace, by name) a scheduled job.
+
+    \b
+    Examples:
+      slidewin jobs add retention --history 30s
+      slidewin jobs add stats --every 5s
+    """
+
+
+@jobs_add.command("retention")
+@click.option("--name", default=DEFAULT_NAME, show_default=True,
+              help="Job name; the ingest expires events by the 'default' policy's history.")
+@click.option("--history", type=DURATION, default=None,
+              help="Keep rows younger than this (e.g. 30s, 10m).")
+@click.option("--max-rows", type=COUNT, default=None,
+              help="Keep the newest N rows of the store (e.g. 1M).")
+@click.option("--chunk", type=COUNT, default=100, show_default=True,
+              help="Most rows one nibble deletes per partition per round.")
+@click.option("--yield", "yield_", type=DURATION_MS, default="100ms", show_default=True,
+              help="Pause after a round that filled no chunk (bare numbers are ms).")
+@click.option("--split", type=click.Choice(SPLITS), default="global", show_default=True,
+              help="How --max-rows becomes per-partition targets: 'global' keeps the newest "
+              "N rows overall; 'even' gives each partition N/partitions (VoltDB).")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored job as JSON.")
+@pass_app
+def add_retention(
+    app: AppContext, name: str, history: timedelta | None, max_rows: int | None, chunk: int,
+    yield_: timedelta, split: str, as_json: bool,
+) -> None:
+    """Schedule retention: nibble every partition to the history and/or row limit.
+
+    Needs --history, --max-rows or both (not zero). The policy is also recorded in
+    slidewin.retention_settings under NAME.
+
+    \b
+    Examples:
+      slidewin jobs add retention --history 30s
+      slidewin jobs add retention --max-rows 2M --chunk 500 --yield 50ms
+    """
+    policy = RetentionPolicy(history, max_rows, chunk, yield_, split)  # type: ignore[arg-type]
+    info = store.add_retention(app.dsn, policy, name)
+    _added(app, info, policy.describe(), as_json)
+
+
+@jobs_add.command("refresh")
+@click.option("--name", default="refresh", show_default=True, help="Job name.")
+@click.option("--every", type=DURATION, default="10s", show_default=True,
+              help="How often to refresh the materialized views.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored job as JSON.")
+@pass_app
+def add_refresh(app: AppContext, name: str, every: timedelta, as_json: bool) -> None:
+    """Schedule refreshing the materialized views (slidewin.minute_history).
+
+    \b
+    Example:
+      slidewin jobs add refresh --every 30s
+    """
+    info = store.add_periodic(app.dsn, "refresh", every, name)
+    _added(app, info, f"every {every.total_seconds():g}s", as_json)
+
+
+@jobs_add.command("stats")
+@click.option("--name", default="stats", show_default=True, help="Job name.")
+@click.option("--every", type=DURATION, default="5s", show_default=True,
+              help="How often to snapshot rows, sizes, dead tuples and lag.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored job as JSON.")
+@pass_app
+def add_stats(app: AppContext, name: str, every: timedelta, as_json: bool) -> None:
+    """Schedule a stats snapshot (one stderr line per run of `jobs run`, kept in job_runs).
+
+    \b
+    Example:
+      slidewin jobs add stats --every 5s
+    """
+    info = store.add_periodic(app.dsn, "stats", every, name)
+    _added(app, info, f"every {every.total_seconds():g}s", as_json)
+
+
+def _added(app: AppContext, info: store.JobInfo, what: str, as_json: bool) -> None:
+    if as_json:
+        emit_json(info.as_json())
+    app.progress(f"job {info.name} ({info.kind}, {what}) stored; it runs under: slidewin jobs run")
+
+
+@jobs.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@pass_app
+def jobs_list(app: AppContext, as_json: bool) -> None:
+    """List the stored jobs.
+
+    \b
+    Example:
+      slidewin jobs list --json | jq '.jobs[].name'
+    """
+    found = store.list_jobs(app.dsn)
+    if as_json:
+        emit_json({"jobs": [j.as_json() for j in found]})
+        return
+    if not found:
+        click.echo("no jobs; add one with: slidewin jobs add retention --history 30s")
+    for j in found:
+        state = "paused" if j.paused else f"next {_ts(j.next_run)}"
+        click.echo(f"{j.name:<16} {j.kind:<10} every {j.every_s:g}s  {state}  {_kwargs(j)}")
+
+
+def _kwargs(job: store.JobInfo) -> str:
+    if job.kind != "retention":
+        return ""
+    return RetentionPolicy.from_kwargs(job.kwargs).describe()
+
+
+@jobs.command("remove")
+@click.argument("name")
+@pass_app
+def jobs_remove(app: AppContext, name: str) -> None:
+    """Remove job NAME (a retention job's policy leaves retention_settings too).
+
+    \b
+    Example:
+      slidewin jobs remove default
+    """
+    store.remove_job(app.dsn, name)
+    app.progress(f"job {name} removed")
+
+
+@jobs.command("pause")
+@click.argument("name")
+@pass_app
+def jobs_pause(app: AppContext, name: str) -> None:
+    """Pause job NAME (stays stored; `jobs resume` restarts it).
+
+    \b
+    Example:
+      slidewin jobs pause default
+    """
+    store.pause_job(app.dsn, name)
+    app.progress(f"job {name} paused")
+
+
+@jobs.command("resume")
+@click.argument("name")
+@pass_app
+def jobs_resume(app: AppContext, name: str) -> None:
+    """Resume paused job NAME.
+
+    \b
+    Example:
+      slidewin jobs resume default
+    """
+    info = store.resume_job(app.dsn, name)
+    app.progress(f"job {name} resumed; next run {_ts(info.next_run)}")
+
+
+@jobs.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@pass_app
+def jobs_status(app: AppContext, as_json: bool) -> None:
+    """Each job's last run and deletes/s; per partition retention lag.
+
+    Lag: "age over" is the oldest row's age minus the history (> 0: behind); "rows over" is the
+    partition's rows minus its row target.
+
+    \b
+    Examples:
+      slidewin jobs status
+      slidewin jobs status --json | jq '.jobs[0].lag'
+    """
+    found = store.list_jobs(app.dsn)
+    now = datetime.now(UTC)
+    with app.connect() as conn:
+        statuses = all_status(conn, found, now)
+    if as_json:
+        emit_json({"now": now.isoformat(), "jobs": [s.as_json() for s in statuses]})
+        return
+    if not statuses:
+        click.echo("no jobs; add one with: slidewin jobs add retention --history 30s")
+    for s in statuses:
+        _echo_status(s)
+
+
+def _echo_status(s: JobStatus) -> None:
+    j = s.job
+    state = "paused" if j.paused else f"next {_ts(j.next_run)}"
+    click.echo(f"{j.name} ({j.kind}, every {j.every_s:g}s, {state})")
+    click.echo(f"  last run: {_last(s.last_run)}")
+    if s.deletes_per_s is not None:
+        click.echo(f"  deletes/s (last minute): {s.deletes_per_s:g}, runs: {s.runs_last_minute}")
+    if s.lag:
+        click.echo(f"  {'part':>4} {'rows':>10} {'oldest':>24} {'age_over_s':>10} "
+                   f"{'target':>10} {'rows_over':>9}")
+        for p in s.lag:
+            click.echo(f"  {p.part:>4} {p.rows:>10} {_ts(p.oldest):>24} {_opt(p.age_over_s):>10} "
+                       f"{_opt(p.target_rows):>10} {_opt(p.rows_over):>9}")
+
+
+def _last(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "never"
+    took = (run["finished_at"] - run["started_at"]).total_seconds() * 1000
+    text = f"{_ts(run['finished_at'])}, {took:.0f} ms, {run['rounds']} round(s), " \
+           f"{run['deleted']} deleted"
+    if run.get("skipped"):
+        text += ", skipped (another scheduler held the lock)"
+    if run.get("error"):
+        text += f", error: {run['error']}"
+    return text
+
+
+def _opt(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _ts(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if value else "-"

@@ -1,0 +1,282 @@
+"""``slidewin jobs run``: the APScheduler 3.x scheduler and the functions its jobs call.
+
+Stored jobs name a function here (``jobs.scheduler:retention_job`` ...) and plain kwargs; the
+functions find their database through the *runtime* the running scheduler installs (the DSN it
+was started with, a stop flag, where progress lines go). Each executor thread keeps one
+autocommit connection and reconnects after an error.
+
+Scheduling: a retention job fires every ``yield`` (IntervalTrigger, one instance at a time,
+missed runs coalesced). Each run calls ``run_until_caught_up``: back-to-back rounds while any
+partition fills its chunk, then it returns and the next run comes ``yield`` after the previous
+one started (so the pause is at most ``yield``). Stopping sets the flag the rounds check, so
+shutdown waits for one round at most.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from db.connect import connect
+from db.errors import SlidewinError
+from jobs.config import RetentionPolicy
+from jobs.errors import JobError
+from jobs.retention import CatchUpResult, RoundResult, run_until_caught_up
+from jobs.runs import JobRun, record_run
+from jobs.status import no_jit, retention_lag
+from jobs.store import JOB_DEFAULTS, check_schema, make_engine, make_jobstore
+from jobs.vacuum import vacuum_due
+
+MAX_ROUNDS = 500  # rounds per run, so one run stays bounded and gets recorded
+VACUUM_EVERY_S = 1.0  # check for partitions due a vacuum this often during long catch-ups
+POLL_S = 1.0  # wake the scheduler this often to see jobs other processes added
+
+
+@dataclass
+class Runtime:
+    """What the running scheduler gives its jobs."""
+
+    dsn: str
+    stop: threading.Event = field(default_factory=threading.Event)
+    report: Callable[[str], None] = lambda _msg: None
+    on_round: Callable[[RoundResult], None] | None = None
+    local: threading.local = field(default_factory=threading.local)
+    opened: list[psycopg.Connection] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def connection(self) -> psycopg.Connection:
+        conn = getattr(self.local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = connect(self.dsn, autocommit=True)
+            no_jit(conn)
+            self.local.conn = conn
+            with self.lock:
+                self.opened.append(conn)
+        return conn
+
+    def drop_connection(self) -> None:
+        conn = getattr(self.local, "conn", None)
+        self.local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        with self.lock:
+            for conn in self.opened:
+                conn.close()
+            self.opened.clear()
+
+
+_RUNTIME: Runtime | None = None
+
+
+def _runtime() -> Runtime:
+    if _RUNTIME is None:
+        raise JobError("slidewin jobs run only inside a running scheduler: slidewin jobs run")
+    return _RUNTIME
+
+
+# -- the job functions (module level, plain kwargs: they pickle into the job store) ----------
+
+
+def retention_job(name: str, **policy_kwargs: Any) -> None:
+    """Catch up with the policy, vacuum partitions that need it, record the run."""
+    rt = _runtime()
+    policy = RetentionPolicy.from_kwargs(policy_kwargs)
+    _guarded(rt, name, "retention", lambda conn: _retention(rt, conn, name, policy))
+
+
+def refresh_job(name: str) -> None:
+    """Refresh slidewin.minute_history (single-flight in SQL)."""
+    rt = _runtime()
+    _guarded(rt, name, "refresh", lambda conn: _refresh(conn, name))
+
+
+def stats_job(name: str) -> None:
+    """Snapshot rows, sizes, dead tuples and retention lag; record it and print one line."""
+    rt = _runtime()
+    _guarded(rt, name, "stats", lambda conn: _stats(rt, conn, name))
+
+
+def _guarded(rt: Runtime, name: str, kind: str, body: Callable[[psycopg.Connection], None]) -> None:
+    """Run ``body``; a failure is reported and recorded, never raised into the scheduler."""
+    started = datetime.now(UTC)
+    try:
+        body(rt.connection())
+    except (psycopg.Error, SlidewinError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        rt.report(f"job {name}: {kind} failed: {first}")
+        rt.drop_connection()
+        _record_failure(rt, JobRun(name, kind, started, datetime.now(UTC), error=first))
+
+
+def _record_failure(rt: Runtime, run: JobRun) -> None:
+    try:
+        record_run(rt.connection(), run)
+    except (psycopg.Error, SlidewinError):
+        rt.drop_connection()
+
+
+def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: RetentionPolicy) -> None:
+    started = datetime.now(UTC)
+    last_vacuum = [time.monotonic()]
+    vacuumed: list[str] = []
+
+    def on_round(result: RoundResult) -> None:
+        if rt.on_round is not None:
+            rt.on_round(result)
+        if time.monotonic() - last_vacuum[0] >= VACUUM_EVERY_S:
+            vacuumed.extend(vacuum_due(conn))
+            last_vacuum[0] = time.monotonic()
+
+    result = run_until_caught_up(
+        conn, policy, None, stop=rt.stop, max_rounds=MAX_ROUNDS, on_round=on_round
+    )
+    if not result.skipped:
+        vacuumed.extend(vacuum_due(conn))
+    finished = datetime.now(UTC)
+    record_run(conn, _retention_run(name, started, finished, result, vacuumed))
+    if result.total or vacuumed:
+        rt.report(_round_line(name, result, finished - started, vacuumed))
+
+
+def _retention_run(
+    name: str, started: datetime, finished: datetime, result: CatchUpResult, vacuumed: list[str]
+) -> JobRun:
+    detail = {"vacuumed": vacuumed} if vacuumed else {}
+    return JobRun(
+        name, "retention", started, finished, result.rounds, result.deleted,
+        result.caught_up, result.skipped, detail,
+    )
+
+
+def _round_line(
+    name: str, result: CatchUpResult, took: timedelta, vacuumed: list[str]
+) -> str:
+    busiest = max(result.deleted.items(), key=lambda kv: kv[1], default=(None, 0))
+    line = (
+        f"retention {name}: {result.rounds} round(s), deleted {result.total} rows "
+        f"in {took.total_seconds() * 1000:.0f} ms (most from partition {busiest[0]}: {busiest[1]})"
+        f"{'' if result.caught_up else ', not caught up yet'}"
+    )
+    return line + (f"; vacuumed {', '.join(vacuumed)}" if vacuumed else "")
+
+
+def _refresh(conn: psycopg.Connection, name: str) -> None:
+    started = datetime.now(UTC)
+    row = conn.execute("SELECT slidewin.refresh_minute_history()").fetchone()
+    refreshed = bool(row and row[0])
+    finished = datetime.now(UTC)
+    record_run(conn, JobRun(name, "refresh", started, finished, detail={"refreshed": refreshed}))
+
+
+def _stats(rt: Runtime, conn: psycopg.Connection, name: str) -> None:
+    started = datetime.now(UTC)
+    detail = store_stats(conn, started)
+    record_run(conn, JobRun(name, "stats", started, datetime.now(UTC), detail=detail))
+    rt.report(
+        f"stats: {detail['rows']} rows, {detail['bytes'] // 1024} kB table+index, "
+        f"{detail['dead_tuples']} dead tuples, oldest age over history "
+        f"{detail['max_age_over_s']} s, rows over target {detail['max_rows_over']}"
+    )
+
+
+def store_stats(conn: psycopg.Connection, now: datetime) -> dict[str, Any]:
+    """Totals over the partitions plus the worst lag of the ``default`` policy (if any)."""
+    policy = _default_policy(conn)
+    lag = retention_lag(conn, policy, now) if policy else []
+    sizes = conn.execute(
+        "SELECT coalesce(sum(pg_table_size(i.inhrelid) + pg_indexes_size(i.inhrelid)), 0),"
+        " coalesce(sum(s.n_dead_tup), 0)"
+        " FROM pg_inherits i LEFT JOIN pg_stat_user_tables s ON s.relid = i.inhrelid"
+        " WHERE i.inhparent = 'slidewin.events'::regclass"
+    ).fetchone() or (0, 0)
+    rows = conn.execute("SELECT coalesce(sum(n), 0) FROM slidewin.rollups").fetchone() or (0,)
+    ages = [p.age_over_s for p in lag if p.age_over_s is not None]
+    overs = [p.rows_over for p in lag if p.rows_over is not None]
+    return {
+        "rows": int(rows[0]),
+        "bytes": int(sizes[0]),
+        "dead_tuples": int(sizes[1]),
+        "max_age_over_s": max(ages) if ages else None,
+        "max_rows_over": max(overs) if overs else None,
+    }
+
+
+def _default_policy(conn: psycopg.Connection) -> RetentionPolicy | None:
+    row = conn.execute(
+        "SELECT history_s, max_rows, chunk, yield_ms FROM slidewin.retention_settings "
+        "WHERE name = 'default'"
+    ).fetchone()
+    if row is None:
+        return None
+    return RetentionPolicy.from_kwargs(
+        {"history_s": row[0], "max_rows": row[1], "chunk": row[2], "yield_ms": row[3]}
+    )
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def make_scheduler(dsn: str, *, threads: int = 4) -> BackgroundScheduler:
+    """A scheduler over the PostgreSQL job store (not started)."""
+    return BackgroundScheduler(
+        jobstores={"default": make_jobstore(make_engine(dsn))},
+        executors={"default": ThreadPoolExecutor(threads)},
+        job_defaults=JOB_DEFAULTS,
+        timezone=UTC,
+    )
+
+
+def run_scheduler(
+    dsn: str,
+    *,
+    stop: threading.Event | None = None,
+    duration: timedelta | None = None,
+    report: Callable[[str], None] = lambda _msg: None,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> None:
+    """Run the stored jobs until ``stop`` is set (or ``duration`` passed); then shut down cleanly.
+
+    Callers install signal handlers that set ``stop``. Shutdown waits for running jobs, which
+    check the same flag between rounds.
+    """
+    global _RUNTIME
+    check_schema(dsn)
+    _quiet_apscheduler()
+    runtime = Runtime(dsn, stop or threading.Event(), report, on_round)
+    _RUNTIME = runtime
+    scheduler = make_scheduler(dsn)
+    scheduler.start()
+    deadline = time.monotonic() + duration.total_seconds() if duration is not None else None
+    try:
+        while not runtime.stop.wait(_next_wait(deadline)):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            scheduler.wakeup()
+    finally:
+        runtime.stop.set()
+        scheduler.shutdown(wait=True)
+        runtime.close()
+        _RUNTIME = None
+
+
+def _next_wait(deadline: float | None) -> float:
+    if deadline is None:
+        return POLL_S
+    return max(0.0, min(POLL_S, deadline - time.monotonic()))
+
+
+def _quiet_apscheduler() -> None:
+    """A fast retention job often finds its previous run still going; APScheduler logs each
+    such skip as a warning. That is the design (one instance, coalesced), not news."""
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)

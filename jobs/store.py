@@ -1,0 +1,219 @@
+"""The job store: adding, listing, pausing and removing scheduled jobs in PostgreSQL.
+
+Jobs live in APScheduler 3.x's SQLAlchemy job store (table slidewin.apscheduler_jobs), so they
+survive restarts and every scheduler on the database sees them. A stored job is a reference to a
+module-level function in ``jobs.scheduler`` plus plain keyword arguments -- no connection, no DSN
+(a scheduler runs its jobs against the database that stores them), so jobs pickle and carry no
+secrets. Changes are made through a scheduler started *paused* (APScheduler's way to edit a
+store without running anything); a running ``slidewin jobs run`` picks them up within a second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import sqlalchemy
+from apscheduler.jobstores.base import JobLookupError
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from db.errors import SchemaMissing
+from db.schema import current_version
+from jobs.config import RetentionPolicy
+from jobs.errors import JobError, JobNotFound
+
+TABLE = "apscheduler_jobs"
+SCHEMA = "slidewin"
+KINDS = ("retention", "refresh", "stats")
+FUNCS = {kind: f"jobs.scheduler:{kind}_job" for kind in KINDS}
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MIN_INTERVAL = timedelta(milliseconds=1)  # IntervalTrigger turns a zero interval into 1 s
+JOB_DEFAULTS = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A stored job as ``jobs list`` shows it."""
+
+    name: str
+    kind: str
+    every_s: float
+    next_run: datetime | None
+    kwargs: dict[str, Any]
+
+    @property
+    def paused(self) -> bool:
+        return self.next_run is None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "every_s": self.every_s,
+            "paused": self.paused,
+            "next_run": self.next_run.isoformat() if self.next_run else None,
+            "kwargs": self.kwargs,
+        }
+
+
+def make_engine(dsn: str) -> sqlalchemy.Engine:
+    """A SQLAlchemy engine over psycopg 3 that connects with ``dsn`` as given (so the embedded
+    server's socket DSN works: SQLAlchemy never re-parses it)."""
+    return sqlalchemy.create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), pool_pre_ping=True
+    )
+
+
+def make_jobstore(engine: sqlalchemy.Engine) -> SQLAlchemyJobStore:
+    return SQLAlchemyJobStore(engine=engine, tablename=TABLE, tableschema=SCHEMA)
+
+
+def check_schema(dsn: str) -> None:
+    """SchemaMissing (with the fix) unless this database has the slidewin schema."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if current_version(conn) is None:
+            raise SchemaMissing(
+                "the slidewin schema is not in this database; run: slidewin db init"
+            )
+
+
+class _EditingScheduler(BackgroundScheduler):
+    """Started (paused) only to edit the store. APScheduler's main loop processes jobs once more
+    on shutdown, when the state is no longer "paused"; this one never processes at all."""
+
+    def _process_jobs(self) -> None:
+        return None
+
+
+@contextmanager
+def job_store(dsn: str) -> Iterator[BackgroundScheduler]:
+    """A scheduler over the stored jobs, started paused: edit jobs, run nothing."""
+    check_schema(dsn)
+    engine = make_engine(dsn)
+    scheduler = _EditingScheduler(
+        jobstores={"default": make_jobstore(engine)}, job_defaults=JOB_DEFAULTS, timezone=UTC
+    )
+    scheduler.start(paused=True)
+    try:
+        yield scheduler
+    finally:
+        scheduler.shutdown(wait=False)
+        engine.dispose()
+
+
+def check_name(name: str) -> str:
+    if not NAME.match(name or ""):
+        raise JobError(
+            f"job name {name!r} is not valid; use 1-64 letters, digits, '_', '.' or '-' "
+            "(e.g. default, refresh)"
+        )
+    return name
+
+
+def add_retention(dsn: str, policy: RetentionPolicy, name: str = "default") -> JobInfo:
+    """Store (or replace) retention job ``name`` and upsert its policy in retention_settings."""
+    check_name(name)
+    every = max(policy.yield_, MIN_INTERVAL)
+    info = _add(dsn, "retention", name, every, {"name": name, **policy.as_kwargs()})
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        upsert_settings(conn, name, policy)
+    return info
+
+
+def add_periodic(dsn: str, kind: str, every: timedelta, name: str | None = None) -> JobInfo:
+    """Store (or replace) a ``refresh`` or ``stats`` job running every ``every``."""
+    if kind not in ("refresh", "stats"):
+        raise JobError(f"job kind {kind!r} is not periodic; use refresh or stats")
+    if every < timedelta(milliseconds=100):
+        raise JobError(f"--every {every} is too short for a {kind} job; use e.g. 5s or 10s")
+    name = check_name(name or kind)
+    return _add(dsn, kind, name, every, {"name": name})
+
+
+def _add(dsn: str, kind: str, name: str, every: timedelta, kwargs: dict[str, Any]) -> JobInfo:
+    with job_store(dsn) as scheduler:
+        job = scheduler.add_job(
+            FUNCS[kind],
+            IntervalTrigger(seconds=every.total_seconds(), timezone=UTC),
+            id=name,
+            name=name,
+            kwargs=kwargs,
+            replace_existing=True,
+            next_run_time=datetime.now(UTC),
+        )
+    return _info(job)
+
+
+def upsert_settings(conn: psycopg.Connection, name: str, policy: RetentionPolicy) -> None:
+    """Record the policy under ``name`` (the ingest reads ``default``'s history to expire rows)."""
+    history = policy.history_limit
+    conn.execute(
+        "INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk, yield_ms) "
+        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET "
+        "history_s = EXCLUDED.history_s, max_rows = EXCLUDED.max_rows, chunk = EXCLUDED.chunk, "
+        "yield_ms = EXCLUDED.yield_ms, updated_at = now()",
+        (
+            name,
+            history.total_seconds() if history else None,
+            policy.row_limit,
+            policy.chunk,
+            round(policy.yield_.total_seconds() * 1000),
+        ),
+    )
+
+
+def list_jobs(dsn: str) -> list[JobInfo]:
+    with job_store(dsn) as scheduler:
+        return sorted((_info(j) for j in scheduler.get_jobs()), key=lambda j: j.name)
+
+
+def get_job(dsn: str, name: str) -> JobInfo:
+    for info in list_jobs(dsn):
+        if info.name == name:
+            return info
+    raise _not_found(name)
+
+
+def remove_job(dsn: str, name: str) -> None:
+    """Remove job ``name`` (and its retention_settings row, if it is a retention job)."""
+    with job_store(dsn) as scheduler:
+        try:
+            scheduler.remove_job(name)
+        except JobLookupError:
+            raise _not_found(name) from None
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM slidewin.retention_settings WHERE name = %s", (name,))
+
+
+def pause_job(dsn: str, name: str) -> JobInfo:
+    with job_store(dsn) as scheduler:
+        try:
+            return _info(scheduler.pause_job(name))
+        except JobLookupError:
+            raise _not_found(name) from None
+
+
+def resume_job(dsn: str, name: str) -> JobInfo:
+    with job_store(dsn) as scheduler:
+        try:
+            job = scheduler.resume_job(name)
+        except JobLookupError:
+            raise _not_found(name) from None
+        return _info(job if job is not None else scheduler.get_job(name))
+
+
+def _info(job: Any) -> JobInfo:
+    kind = next((k for k, ref in FUNCS.items() if ref == job.func_ref), job.func_ref)
+    every = job.trigger.interval.total_seconds() if hasattr(job.trigger, "interval") else 0.0
+    return JobInfo(job.id, kind, every, getattr(job, "next_run_time", None), dict(job.kwargs))
+
+
+def _not_found(name: str) -> JobNotFound:
+    return JobNotFound(f"no job named {name!r}; see: slidewin jobs list")
