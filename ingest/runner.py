@@ -13,7 +13,10 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import psycopg
 
 from db.connect import connect
 from db.errors import SchemaMissing
@@ -24,6 +27,13 @@ from ingest.config import IngestConfig, resolve_retention
 from ingest.errors import IngestError
 from ingest.progress import Totals, batch_line
 from ingest.sink import BatchResult
+from ingest.tidy import tidy_last_batch
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from ingest.stream import BatchHandler
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,7 @@ def preflight(config: IngestConfig, dsn: str) -> Prepared:
     return Prepared(resolved, partitions, major)
 
 
-def _check_schema(conn) -> None:  # noqa: ANN001 - psycopg.Connection
+def _check_schema(conn: psycopg.Connection) -> None:
     fix = "run `slidewin db init` (it is idempotent) and try again"
     if current_version(conn) is None:
         raise SchemaMissing(f"the database has no slidewin schema; {fix}")
@@ -73,8 +83,13 @@ def run(
     dsn: str,
     progress: Callable[[str], None],
     stop: threading.Event | None = None,
+    spark: SparkSession | None = None,
 ) -> Totals:
-    """Run the ingest until done (``--once``) or ``stop`` is set. Returns the totals."""
+    """Run the ingest until done (``--once``) or ``stop`` is set. Returns the totals.
+
+    With ``spark`` given (tests share one session) the queries are stopped but the session is
+    left running; otherwise the session is built here and stopped, JVM included, at the end.
+    """
     from ingest.spark import build_session, stop_session
     from ingest.stream import BatchHandler, start_stream
 
@@ -85,21 +100,28 @@ def run(
         totals.add(result)
         progress(batch_line(stream, result, datetime.now(UTC)))
 
-    spark = build_session(config.master, ui=config.spark_ui)
+    owned = spark is None
+    session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
     handlers = [
         BatchHandler(config, dsn, name, prepared.partitions, on_result)
         for name in config.stream_names
     ]
+    queries: list[StreamingQuery] = []
     try:
-        queries = [start_stream(spark, config, h) for h in handlers]
-        progress(_started_line(config, spark))
+        for handler in handlers:
+            queries.append(start_stream(session, config, handler))
+        progress(_started_line(config, session))
         _wait(queries, stop)
     finally:
-        _stop_all(spark, handlers, stop_session)
+        _stop_all(queries, handlers)
+        for name in config.stream_names:
+            tidy_last_batch(config, name)
+        if owned:
+            stop_session(session)
     return totals
 
 
-def _wait(queries: list, stop: threading.Event) -> None:
+def _wait(queries: list[StreamingQuery], stop: threading.Event) -> None:
     while not stop.is_set() and any(q.isActive for q in queries):
         for q in queries:
             q.awaitTermination(0.5)
@@ -108,16 +130,15 @@ def _wait(queries: list, stop: threading.Event) -> None:
                 raise IngestError(f"stream {q.name} failed: {_first_line(str(failure))}")
 
 
-def _stop_all(spark, handlers, stop_session) -> None:  # noqa: ANN001
-    for q in spark.streams.active:
+def _stop_all(queries: list[StreamingQuery], handlers: list[BatchHandler]) -> None:
+    for q in queries:
         with contextlib.suppress(Exception):
             q.stop()
     for h in handlers:
         h.close()
-    stop_session(spark)
 
 
-def _started_line(config: IngestConfig, spark) -> str:  # noqa: ANN001
+def _started_line(config: IngestConfig, spark: SparkSession) -> str:
     mode = "once (availableNow)" if config.once else f"every {config.trigger.total_seconds():g}s"
     ui = f", UI {spark.sparkContext.uiWebUrl}" if config.spark_ui else ""
     return (
@@ -127,7 +148,7 @@ def _started_line(config: IngestConfig, spark) -> str:  # noqa: ANN001
     )
 
 
-def _opt(value) -> str:  # noqa: ANN001
+def _opt(value: timedelta | None) -> str:
     return f"{value.total_seconds():g}s" if value is not None else "none"
 
 

@@ -1,0 +1,161 @@
+"""The psycopg sink: one transaction per batch, replays skipped, duplicates of stored rows
+skipped by ON CONFLICT with rollups kept exact by the trigger, dead letters kept with raw text.
+No Spark: the batches are Arrow tables built here."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+import pyarrow as pa
+import pytest
+
+from db.events import partition_of
+from ingest.sink import BatchRows, InlineRetention, write_batch
+from tests.conftest import T0
+from tests.ingest_fixtures import clean_ingest_state
+from tests.invariants import assert_rollups_exact
+
+
+@pytest.fixture
+def iconn(conn):
+    return clean_ingest_state(conn)
+
+
+GOOD = pa.schema(
+    [
+        ("part", pa.int16()),
+        ("uuid", pa.string()),
+        ("val", pa.int64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("copies", pa.int64()),
+    ]
+)
+BAD = pa.schema(
+    [
+        ("source", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("raw", pa.string()),
+    ]
+)
+
+
+def rows(events, bad=()) -> BatchRows:
+    good = pa.Table.from_pylist(
+        [
+            {
+                "part": partition_of(u, 8),
+                "uuid": u,
+                "val": v,
+                "ts": T0 + timedelta(seconds=s),
+                "copies": c,
+            }
+            for u, v, s, c in events
+        ],
+        schema=GOOD,
+    )
+    dead = pa.Table.from_pylist(
+        [{"source": "f.jsonl", "reason": r, "detail": None, "raw": raw} for r, raw in bad],
+        schema=BAD,
+    )
+    return BatchRows(good, dead)
+
+
+def write(conn, batch_id, batch, query="q/text", inline=None, seen=None):
+    def compute(newest):
+        if seen is not None:
+            seen.append(newest)
+        return batch
+
+    return write_batch(conn, query, "q", batch_id, compute, inline)
+
+
+def test_batch_writes_rows_dead_letters_marker_and_state(iconn):
+    conn = iconn
+    res = write(conn, 0, rows([("a", 1, 0, 1), ("b", 5, 0.5, 2)], [("malformed", 'x"y\\z')]))
+    assert (res.rows_in, res.accepted, res.duplicates, res.rejected) == (4, 2, 1, 1)
+    assert res.path == "copy" and res.by_reason == {"malformed": 1}
+    assert conn.execute("SELECT count(*) FROM slidewin.events").fetchone()[0] == 2
+    raw = conn.execute("SELECT raw, reason, batch_id FROM slidewin.dead_letters").fetchall()
+    assert raw == [('x"y\\z', "malformed", 0)]
+    marker = conn.execute(
+        "SELECT rows_in, accepted, duplicates, rejected, max_ts FROM slidewin.ingest_batches"
+    ).fetchone()
+    assert marker == (4, 2, 1, 1, T0 + timedelta(seconds=0.5))
+    state = conn.execute("SELECT newest_ts FROM slidewin.stream_state WHERE query_id = 'q'")
+    assert state.fetchone()[0] == T0 + timedelta(seconds=0.5)
+    assert_rollups_exact(iconn)
+
+
+def test_replayed_batch_changes_nothing(iconn):
+    conn = iconn
+    batch = rows([("a", 1, 0, 1)], [("bad_ts", "{}")])
+    write(conn, 7, batch)
+    before = conn.execute("SELECT * FROM slidewin.rollups").fetchall()
+    again = write(conn, 7, batch)
+    assert again.skipped
+    assert conn.execute("SELECT * FROM slidewin.rollups").fetchall() == before
+    assert conn.execute("SELECT count(*) FROM slidewin.dead_letters").fetchone()[0] == 1
+
+
+def test_duplicate_of_a_stored_event_is_skipped_and_rollups_stay_exact(iconn):
+    conn = iconn
+    write(conn, 0, rows([("a", 10, 0, 1), ("b", 20, 0, 1)]))
+    res = write(conn, 1, rows([("a", 10, 0, 1), ("c", 30, 0, 1)]))  # a is already stored
+    assert res.path == "staging"
+    assert (res.accepted, res.duplicates) == (1, 1)
+    total = conn.execute("SELECT sum(n), sum(total) FROM slidewin.rollups").fetchone()
+    assert (total[0], int(total[1])) == (3, 60)
+    assert_rollups_exact(iconn)
+
+
+def test_state_is_read_before_the_batch_and_only_rises(iconn):
+    conn = iconn
+    seen = []
+    write(conn, 0, rows([("a", 1, 100, 1)]), seen=seen)
+    write(conn, 1, rows([("b", 1, 50, 1)]), seen=seen)
+    write(conn, 2, rows([]), seen=seen)
+    assert seen == [None, T0 + timedelta(seconds=100), T0 + timedelta(seconds=100)]
+
+
+def test_failed_batch_leaves_nothing(iconn):
+    conn = iconn
+
+    def explode(_newest):
+        raise RuntimeError("spark failed")
+
+    with pytest.raises(RuntimeError):
+        write_batch(conn, "q/text", "q", 0, explode)
+    assert conn.execute("SELECT count(*) FROM slidewin.ingest_batches").fetchone()[0] == 0
+    assert write(conn, 0, rows([("a", 1, 0, 1)])).accepted == 1
+
+
+def test_inline_nibbles_written_partitions_to_the_row_target(iconn):
+    conn = iconn
+    events = [(f"u{i}", i, i, 1) for i in range(200)]
+    inline = InlineRetention(history=None, max_rows=10, chunk=7)
+    res = write(conn, 0, rows(events), inline=inline)
+    per_part = conn.execute("SELECT part, count(*) FROM slidewin.events GROUP BY part").fetchall()
+    assert all(n <= 10 for _, n in per_part), per_part
+    assert res.nibbled == 200 - sum(n for _, n in per_part)
+    assert_rollups_exact(iconn)
+
+
+def test_inline_history_cutoff_follows_the_stream_time(iconn):
+    conn = iconn
+    inline = InlineRetention(history=timedelta(seconds=30), max_rows=None, chunk=100)
+    write(conn, 0, rows([(f"u{i}", i, i, 1) for i in range(100)]), inline=inline)
+    oldest = conn.execute("SELECT min(ts), max(ts) FROM slidewin.events").fetchone()
+    assert oldest == (T0 + timedelta(seconds=69), T0 + timedelta(seconds=99))
+    assert_rollups_exact(iconn)
+
+
+def test_concurrent_writer_of_the_same_batch_waits_then_skips(iconn, store_dsn):
+    conn = iconn
+    with psycopg.connect(store_dsn, autocommit=True) as other:
+        with other.transaction():
+            other.execute(
+                "INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES ('q/text', 3)"
+            )
+        assert write(conn, 3, rows([("a", 1, 0, 1)])).skipped
