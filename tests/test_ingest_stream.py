@@ -1,0 +1,197 @@
+"""The streaming ingest end to end in-process: real Spark (one shared local[2] session) and
+real PostgreSQL. Each test drops files, runs the query to completion (availableNow) and checks
+where every line went. Timeline of the lateness test (grace 5 s, history 60 s):
+
+    t(s)   30        40  40.5          90       97  100
+           |expired  |   |late          |late    |ok |newest seen (batch 0)
+           w         .   v              z        y   x
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ingest.config import IngestConfig
+from ingest.runner import preflight, run
+from tests.conftest import T0
+from tests.ingest_fixtures import (
+    clean_ingest_state,
+    event,
+    spark_session,
+    stored_rollups,
+    stored_rows,
+    truth_from_jsonl,
+    truth_rollups,
+    write_jsonl,
+    write_lines,
+)
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark():
+    yield from spark_session()
+
+
+@pytest.fixture
+def iconn(conn):
+    return clean_ingest_state(conn)
+
+
+def ingest_once(spark, dsn: str, tmp: Path, **kw) -> list[str]:
+    """Run ``slidewin ingest --once`` in-process against ``tmp/landing``; return the progress."""
+    base = {
+        "landing": tmp / "landing",
+        "checkpoint_dir": tmp / "cp",
+        "archive_dir": tmp / "archive",
+        "once": True,
+        "format": "json",
+        "processed": "keep",
+        "max_files_per_trigger": 1,
+        "query_id": "t",
+    }
+    config = IngestConfig(**{**base, **kw})
+    lines: list[str] = []
+    run(preflight(config, dsn), dsn, lines.append, spark=spark)
+    return lines
+
+
+def files_in_order(folder: Path, batches: list[list[dict]], prefix: str = "f") -> list[Path]:
+    """One file per batch, modification times one second apart (the file source's order)."""
+    base = time.time() - 1000
+    return [
+        write_jsonl(folder, f"{prefix}{i}.jsonl", evs, mtime=base + i)
+        for i, evs in enumerate(batches)
+    ]
+
+
+def markers(conn):
+    return conn.execute(
+        "SELECT batch_id, rows_in, accepted, duplicates, rejected FROM slidewin.ingest_batches "
+        "ORDER BY batch_id"
+    ).fetchall()
+
+
+def test_duplicates_within_across_files_and_replays(spark, store_dsn, iconn, tmp_path):
+    land = tmp_path / "landing"
+    land.mkdir()
+    first = [event("a", 1, 0), event("a", 1, 0), event("b", 2, 1)]
+    second = [event("a", 1, 0), event("c", 3, 2)]
+    files = files_in_order(land, [first, second, first])  # the third is a re-sent copy
+    ingest_once(spark, store_dsn, tmp_path)
+    truth = truth_from_jsonl(files)
+    assert stored_rows(iconn) == truth and len(truth) == 3
+    assert stored_rollups(iconn) == truth_rollups(truth, 8)
+    assert markers(iconn) == [(0, 3, 2, 1, 0), (1, 2, 1, 1, 0), (2, 3, 0, 3, 0)]
+    # a replay: the same batches again (fresh checkpoint, same query id) change nothing
+    lines = ingest_once(spark, store_dsn, tmp_path, checkpoint_dir=tmp_path / "cp2")
+    assert sum("already committed, skipped" in line for line in lines) == 3
+    assert stored_rows(iconn) == truth
+    assert stored_rollups(iconn) == truth_rollups(truth, 8)
+
+
+def test_late_and_expired_go_to_dead_letters(spark, store_dsn, iconn, tmp_path):
+    land = tmp_path / "landing"
+    land.mkdir()
+    later = [event("y", 97, 97), event("z", 90, 90), event("w", 30, 30), event("v", 40, 40.5)]
+    files_in_order(land, [[event("x", 100, 100)], later])
+    ingest_once(
+        spark, store_dsn, tmp_path, grace=timedelta(seconds=5), history=timedelta(seconds=60)
+    )
+    kept = {u for u, _, _ in stored_rows(iconn)}
+    assert kept == {"x", "y"}
+    dead = iconn.execute("SELECT reason, raw FROM slidewin.dead_letters ORDER BY raw").fetchall()
+    by_uuid = {json.loads(raw)["uuid"]: reason for reason, raw in dead}
+    assert by_uuid == {"z": "late", "w": "expired", "v": "late"}
+    assert markers(iconn)[1] == (1, 4, 1, 0, 3)
+    state = iconn.execute("SELECT newest_ts FROM slidewin.stream_state WHERE query_id = 't'")
+    assert state.fetchone()[0] == T0 + timedelta(seconds=100)
+
+
+BAD_JSON = {
+    "not json at all": "malformed",
+    '{"uuid": "m1", "val": 1}': "missing_field",
+    '{"val": 1, "ts": "2026-01-01T12:00:00Z"}': "missing_field",
+    '{"uuid": "m2", "val": "ten", "ts": "2026-01-01T12:00:00Z"}': "bad_type",
+    '{"uuid": "m3", "val": 1.5, "ts": "2026-01-01T12:00:00Z"}': "bad_type",
+    '{"uuid": "m4", "val": 9223372036854775808, "ts": "2026-01-01T12:00:00Z"}': "out_of_range",
+    '{"uuid": "m5", "val": 1, "ts": "yesterday"}': "bad_ts",
+    '{"uuid": "m6", "val": 1, "ts": "2999-01-01T00:00:00Z"}': "future",
+    '{"uuid": "' + "u" * 201 + '", "val": 1, "ts": "2026-01-01T12:00:00Z"}': "bad_uuid",
+}
+GOOD_JSON = {
+    '{"uuid": "g1", "val": -9223372036854775808, "ts": "2026-01-01T12:00:00.25Z"}',
+    '{"uuid": "g2", "val": "7", "ts": 1767268800500}',  # epoch ms, quoted integer
+    '{"uuid": "g3", "val": 3, "ts": "2026-01-01T13:00:01+01:00"}',  # = 12:00:01 UTC
+    '{"uuid": "g4", "val": 4, "ts": "2026-01-01 12:00:02"}',  # naive = UTC
+}
+BAD_CSV = {
+    "c1,,2026-01-01T12:00:00Z": "missing_field",
+    "c2,1,2,3": "malformed",
+    "c3,x,2026-01-01T12:00:00Z": "bad_type",
+    "c4,5,notatime": "bad_ts",
+}
+
+
+def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
+    land = tmp_path / "landing"
+    land.mkdir()
+    write_lines(land, "mixed.jsonl", [*BAD_JSON, "", *GOOD_JSON])
+    write_lines(land, "rows.csv", ["uuid,val,ts", *BAD_CSV, '"c,5",5,2026-01-01T12:00:03Z'])
+    ingest_once(spark, store_dsn, tmp_path, format="auto", max_files_per_trigger=10)
+    dead = iconn.execute("SELECT source, raw, reason FROM slidewin.dead_letters").fetchall()
+    want = {("mixed.jsonl", raw, why) for raw, why in BAD_JSON.items()}
+    want |= {("rows.csv", raw, why) for raw, why in BAD_CSV.items()}
+    assert set(dead) == want
+    rows = {(u, v, ts) for u, v, ts in stored_rows(iconn)}
+    secs = {u: (v, ts - T0) for u, v, ts in rows}
+    assert secs == {
+        "g1": (-9223372036854775808, timedelta(seconds=0.25)),
+        "g2": (7, timedelta(seconds=0.5)),
+        "g3": (3, timedelta(seconds=1)),
+        "g4": (4, timedelta(seconds=2)),
+        "c,5": (5, timedelta(seconds=3)),
+    }
+    assert stored_rollups(iconn) == truth_rollups(rows, 8)
+
+
+def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
+    land = tmp_path / "landing"
+    land.mkdir()
+    table = pa.table(
+        {
+            "uuid": ["p1", "p2", None, "p1"],
+            "val": pa.array([1, None, 3, 1], pa.int64()),
+            "ts": pa.array([T0, T0, T0, T0], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    pq.write_table(table, land / ".tmp-part")
+    os.replace(land / ".tmp-part", land / "batch.parquet")
+    ingest_once(spark, store_dsn, tmp_path, format="parquet")
+    assert stored_rows(iconn) == {("p1", 1, T0)}
+    dead = iconn.execute("SELECT source, reason, raw FROM slidewin.dead_letters ORDER BY raw")
+    got = [(s, r, json.loads(raw)) for s, r, raw in dead.fetchall()]
+    assert [(s, r) for s, r, _ in got] == [("batch.parquet", "missing_field")] * 2
+    assert {g[2].get("uuid") for g in got} == {"p2", None}
+    assert markers(iconn) == [(0, 4, 1, 1, 2)]
+
+
+def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, iconn, tmp_path):
+    land = tmp_path / "landing"
+    land.mkdir()
+    done = write_jsonl(land, "done.jsonl", [event("k", 1, 0)])
+    (land / ".half-written.jsonl").write_text(json.dumps(event("h", 1, 0)) + "\n")
+    (land / "upload.jsonl.tmp").write_text(json.dumps(event("t", 1, 0)) + "\n")
+    ingest_once(spark, store_dsn, tmp_path, processed="archive")
+    assert {u for u, _, _ in stored_rows(iconn)} == {"k"}
+    assert sorted(p.name for p in land.iterdir()) == [".half-written.jsonl", "upload.jsonl.tmp"]
+    assert (tmp_path / "archive" / str(done).lstrip("/")).is_file()
