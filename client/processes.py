@@ -45,7 +45,8 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 def slidewin_argv(*args: str) -> list[str]:
     """The command line running ``slidewin`` with this interpreter (no PATH lookup)."""
-    return [sys.executable, "-m", "client.cli", *args]
+    # not ``-m client.cli``: that would import the command modules twice (as __main__ too)
+    return [sys.executable, "-c", "from client.cli import main; main()", *args]
 
 
 @dataclass
@@ -79,22 +80,29 @@ class Child:
             os.killpg(self.pgid, sig)
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
-        """SIGTERM the group, wait for it, SIGKILL whatever is left. Returns the exit code."""
-        if self.alive() or self.group_alive():
-            self.signal_group(signal.SIGTERM)
+        """SIGTERM the child alone (it stops its own JVM cleanly; a SIGTERM to the whole group
+        would kill the JVM under the child's feet), wait; then SIGTERM and at last SIGKILL
+        whatever is left of its group. Returns the child's exit code."""
         deadline = time.monotonic() + timeout_s
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        while self.group_alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if self.alive() or self.group_alive():
-            self.signal_group(signal.SIGKILL)
-            self.proc.wait()
-            while self.group_alive() and time.monotonic() < deadline + 5:
-                time.sleep(0.1)
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        self._wait_group(time.monotonic() + 5.0)  # the JVM exits on its own once orphaned
+        for sig, grace_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+            if self.alive() or self.group_alive():
+                self.signal_group(sig)
+                self._wait_group(time.monotonic() + grace_s)
+        self.proc.wait()
         if self.reader is not None:
             self.reader.join(timeout=5)
         return self.proc.returncode
+
+    def _wait_group(self, until: float) -> None:
+        while (self.alive() or self.group_alive()) and time.monotonic() < until:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=0.1)
 
 
 def start_child(

@@ -1,0 +1,248 @@
+"""``slidewin demo``: the whole system in one command -- store, ingest, retention, client.
+
+Order: check Java (Spark needs 17+) and the database first, so a missing JVM or an unreachable
+server is one clear line before anything starts; initialise the schema; record the retention
+policy; start ``slidewin ingest`` and wait until its streams run (events written before then
+would be judged late against the first batch); unless --inline, schedule and start the retention
+scheduler (``slidewin jobs``); then run the client in this process for --duration.
+
+Every child gets the DSN explicitly and runs in its own process group (see client.processes);
+at the end -- or on Ctrl-C / SIGTERM -- the client stops writing, the written events get a few
+seconds to land, then the scheduler and the ingest are stopped (SIGTERM, wait, SIGKILL of the
+group as a last resort, so no JVM survives). With no --dsn the embedded PostgreSQL is started by
+this process and stops when it exits, after the children. Files go to a per-run directory under
+``<data dir>/demo/`` (landing, checkpoints, the children's logs); the landing and checkpoint
+folders are removed at the end, the logs are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import shutil
+import subprocess
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from client.cli import cli
+from client.cli_client import build_config, client_options, run_client
+from client.config import ClientConfig
+from client.context import AppContext, emit_json, pass_app
+from client.generator import EventGenerator, GeneratorConfig
+from client.params import DURATION
+from client.processes import Child, slidewin_argv, start_child, stop_on_signals
+from client.session import record_retention
+from db.config import redact
+from db.errors import SlidewinError
+from db.events import partition_count
+from db.schema import init_schema
+
+BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
+READY_MARK = "ingest "  # the ingest's "ingest <query id>: <streams> from <landing>" line
+QUERY_ID = "demo"
+WARMUP_EVENTS = 100
+
+
+class DemoError(SlidewinError):
+    """A part of the demo could not start; the message says which and where its log is."""
+
+
+def run_dir(data_dir: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    folder = data_dir / "demo" / f"run-{stamp}-{time.monotonic_ns() % 100000:05d}"
+    folder.mkdir(parents=True, exist_ok=False)
+    return folder
+
+
+def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path, trigger: str,
+                partitions: int) -> list[str]:
+    args = ["--dsn", dsn, "--data-dir", str(data_dir), "ingest", "--landing", str(config.landing),
+            "--checkpoint-dir", str(folder / "checkpoints"), "--processed", "delete",
+            "--trigger", trigger, "--query-id", QUERY_ID]
+    if config.history_s:
+        args += ["--history", f"{config.history_s:g}s"]
+    if config.inline:
+        args += ["--inline", "--chunk", str(config.deletechunksize)]
+        if config.max_rows:  # ingest's --max-rows is per partition; VoltDB's maxrows is global
+            args += ["--max-rows", str(math.ceil(config.max_rows / partitions))]
+    return slidewin_argv(*args)
+
+
+def jobs_add_argv(dsn: str, config: ClientConfig) -> list[str]:
+    args = ["--dsn", dsn, "jobs", "add", "retention", "--chunk", str(config.deletechunksize),
+            "--yield", f"{config.deleteyieldtime_ms:g}ms"]
+    if config.history_s:
+        args += ["--history", f"{config.history_s:g}s"]
+    if config.max_rows:
+        args += ["--max-rows", str(config.max_rows)]
+    return slidewin_argv(*args)
+
+
+class Demo:
+    """The children of one demo run, started in order and always stopped in reverse."""
+
+    def __init__(self, app: AppContext, config: ClientConfig, folder: Path, dsn: str) -> None:
+        self.app, self.config, self.folder, self.dsn = app, config, folder, dsn
+        self.children: list[Child] = []
+        self.ready = threading.Event()
+        self.died: str | None = None
+        self.stopping = False
+        self.first_batch = threading.Event()
+
+    def _on_ingest_line(self, text: str) -> None:
+        if text.startswith(READY_MARK) and " from " in text:
+            self.ready.set()
+        elif text.startswith(BATCH_MARK):
+            self.first_batch.set()
+
+    def start_ingest(self, trigger: str, partitions: int, stop: threading.Event,
+                     timeout_s: float) -> None:
+        argv = ingest_argv(self.dsn, self.app.data_dir, self.config, self.folder, trigger,
+                           partitions)
+        child = start_child("ingest", argv, self.folder / "ingest.log",
+                            on_line=self._on_ingest_line)
+        self.children.append(child)
+        self.app.progress("starting the Spark ingest (this takes a while the first time)...")
+        deadline = time.monotonic() + timeout_s
+        while not self.ready.wait(0.2):
+            if not child.alive():
+                raise DemoError(_died("ingest", child))
+            if stop.is_set():
+                return
+            if time.monotonic() > deadline:
+                raise DemoError(
+                    f"the ingest did not start within {timeout_s:g} s; see {child.log_path} "
+                    "(raise --startup-timeout on a slow machine)"
+                )
+        self.app.progress("ingest running; warming it up with a first small batch...")
+        self._warm_up(stop, deadline)
+        self.app.progress("ingest warmed up")
+
+    def _warm_up(self, stop: threading.Event, deadline: float) -> None:
+        """Write WARMUP_EVENTS events and wait for their batch: Spark's first batch is slow (JIT,
+        class loading), and events written meanwhile would start the run tens of seconds late.
+        These events are real ones; the client's statistics start after them."""
+        gen = EventGenerator(GeneratorConfig(self.config.landing, seed=self.config.seed))
+        now = datetime.now(UTC)
+        gen.write_batch(WARMUP_EVENTS, now - timedelta(milliseconds=100), now)
+        while not self.first_batch.wait(0.2):
+            if not self.children[0].alive():
+                raise DemoError(_died("ingest", self.children[0]))
+            if stop.is_set() or time.monotonic() > deadline:
+                return
+
+    def start_scheduler(self) -> None:
+        done = subprocess.run(jobs_add_argv(self.dsn, self.config), capture_output=True,
+                              text=True, check=False, timeout=120)
+        if done.returncode != 0:
+            raise DemoError(f"could not schedule retention: {done.stderr.strip() or done.stdout}")
+        argv = slidewin_argv("--dsn", self.dsn, "jobs", "run")
+        self.children.append(start_child("jobs", argv, self.folder / "jobs.log"))
+        self.app.progress("retention scheduler running")
+
+    def check_alive(self) -> None:
+        for child in self.children:
+            if not child.alive():
+                raise DemoError(_died(child.name, child))
+
+    def watch(self, stop: threading.Event) -> None:
+        """Stop the run when a child dies (checked every second, in a daemon thread)."""
+
+        def loop() -> None:
+            while not stop.wait(1.0) and not self.stopping:
+                dead = [c for c in self.children if not c.alive()]
+                if dead:
+                    self.died = _died(dead[0].name, dead[0])
+                    click.echo(f"error: {self.died}", err=True)
+                    stop.set()
+
+        threading.Thread(target=loop, name="demo-watch", daemon=True).start()
+
+    def stop_all(self) -> None:
+        self.stopping = True
+        for child in reversed(self.children):
+            self.app.progress(f"stopping {child.name}...")
+            child.stop()
+
+    def cleanup(self) -> None:
+        for name in ("landing", "checkpoints"):
+            shutil.rmtree(self.folder / name, ignore_errors=True)
+
+
+def _died(name: str, child: Child) -> str:
+    tail = "\n".join(list(child.tail)[-8:])
+    code = child.proc.returncode
+    return f"the {name} process exited (code {code}); see {child.log_path}:\n{tail}"
+
+
+def preflight(app: AppContext) -> str:
+    """Java and the database, before anything starts. Returns the DSN."""
+    from ingest.java import check_java
+
+    check_java()
+    dsn = app.dsn  # starts the embedded server when no DSN is configured
+    with app.connect(autocommit=False) as conn:
+        init_schema(conn)
+    return dsn
+
+
+@cli.command("demo")
+@client_options
+@click.option("--trigger", default="1s", show_default=True, type=DURATION,
+              help="The ingest's micro-batch interval.")
+@click.option("--startup-timeout", type=DURATION, default="240", show_default=True,
+              help="How long to wait for Spark to start before giving up (s).")
+@pass_app
+def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
+                 trigger: Any, startup_timeout: Any, **opts: Any) -> None:
+    """Run everything at once: PostgreSQL (embedded unless --dsn), the schema, the Spark ingest,
+    the retention scheduler (unless --inline) and the client, for --duration; then stop every
+    part and print the final summary. Ctrl-C stops early, just as cleanly.
+
+    Takes the client's options (see `slidewin client --help`). Needs Java 17+ for Spark.
+
+    \b
+    Examples:
+      slidewin demo --duration 60
+      slidewin demo --duration 30 --ratelimit 5000 --historyseconds 10
+      slidewin demo --inline --maxrows 50000 --historyseconds 0
+      slidewin --dsn postgresql://127.0.0.1/demo demo --json
+    """
+    dsn = preflight(app)
+    app.progress(f"store ready at {redact(dsn)}")
+    folder = run_dir(app.data_dir)
+    config = build_config(app, landing or folder / "landing", "jobs", **opts)
+    with app.connect() as conn:
+        record_retention(conn, config)
+        partitions = partition_count(conn)
+    config.landing.mkdir(parents=True, exist_ok=True)
+    demo = Demo(app, config, folder, dsn)
+    stop = threading.Event()
+    summary = None
+    with stop_on_signals(stop):
+        try:
+            demo.start_ingest(f"{trigger.total_seconds():g}s", partitions, stop,
+                              startup_timeout.total_seconds())
+            if not config.inline and not stop.is_set():
+                demo.start_scheduler()
+            if not stop.is_set():
+                demo.check_alive()
+                demo.watch(stop)
+                app.progress(f"client: {config.ratelimit:g} events/s for {config.duration:g} s "
+                             f"into {config.landing}; logs in {folder}")
+                summary = run_client(config, dsn, view, stop, drain_s=15.0)
+        finally:
+            with contextlib.suppress(Exception):
+                demo.stop_all()
+            demo.cleanup()
+    if summary is None:
+        raise DemoError("stopped before the client started")
+    if demo.died:
+        raise DemoError(demo.died)
+    if as_json:
+        emit_json(summary.as_json())
