@@ -24,7 +24,6 @@ from typing import Any
 
 import psycopg
 from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers.background import BackgroundScheduler
 
 from db.connect import connect
 from db.errors import SlidewinError
@@ -33,7 +32,7 @@ from jobs.errors import JobError
 from jobs.retention import CatchUpResult, RoundResult, run_until_caught_up
 from jobs.runs import JobRun, record_run
 from jobs.status import no_jit, retention_lag
-from jobs.store import JOB_DEFAULTS, check_schema, make_engine, make_jobstore
+from jobs.store import JOB_DEFAULTS, Scheduler, check_schema, make_engine, make_jobstore
 from jobs.vacuum import vacuum_due
 
 MAX_ROUNDS = 500  # rounds per run, so one run stays bounded and gets recorded
@@ -227,9 +226,9 @@ def _default_policy(conn: psycopg.Connection) -> RetentionPolicy | None:
 # -- running ---------------------------------------------------------------------------------
 
 
-def make_scheduler(dsn: str, *, threads: int = 4) -> BackgroundScheduler:
+def make_scheduler(dsn: str, *, threads: int = 4) -> Scheduler:
     """A scheduler over the PostgreSQL job store (not started)."""
-    return BackgroundScheduler(
+    return Scheduler(
         jobstores={"default": make_jobstore(make_engine(dsn))},
         executors={"default": ThreadPoolExecutor(threads)},
         job_defaults=JOB_DEFAULTS,
@@ -264,6 +263,7 @@ def run_scheduler(
                 break
             scheduler.wakeup()
     finally:
+        scheduler.pause()  # no new runs; running ones see the stop flag after their round
         runtime.stop.set()
         scheduler.shutdown(wait=True)
         runtime.close()

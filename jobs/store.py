@@ -22,6 +22,7 @@ import sqlalchemy
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import STATE_RUNNING
 from apscheduler.triggers.interval import IntervalTrigger
 
 from db.errors import SchemaMissing
@@ -84,12 +85,23 @@ def check_schema(dsn: str) -> None:
             )
 
 
-class _EditingScheduler(BackgroundScheduler):
-    """Started (paused) only to edit the store. APScheduler's main loop processes jobs once more
-    on shutdown, when the state is no longer "paused"; this one never processes at all."""
+class Scheduler(BackgroundScheduler):
+    """APScheduler's BackgroundScheduler, processing jobs only while running.
 
-    def _process_jobs(self) -> None:
-        return None
+    APScheduler's main loop can process jobs once more after ``shutdown()`` set the state to
+    stopped (submitting to executors already shut down: an error and a traceback). Here a
+    scheduler that is not running never processes; ``editing=True`` makes one that never does
+    (started paused, it only edits the store).
+    """
+
+    def __init__(self, *args: Any, editing: bool = False, **kwargs: Any) -> None:
+        self.editing = editing
+        super().__init__(*args, **kwargs)
+
+    def _process_jobs(self) -> float | None:
+        if self.editing or self.state != STATE_RUNNING:
+            return None
+        return super()._process_jobs()
 
 
 @contextmanager
@@ -97,8 +109,9 @@ def job_store(dsn: str) -> Iterator[BackgroundScheduler]:
     """A scheduler over the stored jobs, started paused: edit jobs, run nothing."""
     check_schema(dsn)
     engine = make_engine(dsn)
-    scheduler = _EditingScheduler(
-        jobstores={"default": make_jobstore(engine)}, job_defaults=JOB_DEFAULTS, timezone=UTC
+    scheduler = Scheduler(
+        jobstores={"default": make_jobstore(engine)}, job_defaults=JOB_DEFAULTS, timezone=UTC,
+        editing=True,
     )
     scheduler.start(paused=True)
     try:
