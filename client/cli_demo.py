@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -213,10 +214,11 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
       slidewin demo --inline --maxrows 50000 --historyseconds 0
       slidewin --dsn postgresql://127.0.0.1/demo demo --json
     """
+    config = build_config(app, landing or Path("landing"), "jobs", **opts)  # validate first
     dsn = preflight(app)
     app.progress(f"store ready at {redact(dsn)}")
     folder = run_dir(app.data_dir)
-    config = build_config(app, landing or folder / "landing", "jobs", **opts)
+    config = replace(config, landing=landing or folder / "landing")
     with app.connect() as conn:
         record_retention(conn, config)
         partitions = partition_count(conn)
