@@ -1,0 +1,195 @@
+"""The scheduler and its job store in PostgreSQL: jobs survive restarts, pause and resume, two
+schedulers on one database never double-delete, SIGTERM stops cleanly, status reports lag.
+
+The scheduler runs on the wall clock, so the rows here are stamped an hour in the past (expired
+under any history below) or an hour in the future (kept): nothing waits for expiry.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from db.events import Event, copy_events
+from jobs import store
+from jobs.config import RetentionPolicy
+from jobs.errors import JobNotFound
+from jobs.scheduler import run_scheduler
+from jobs.status import job_status, retention_lag
+from tests.invariants import assert_rollups_exact
+from tests.jobs_fixtures import at, events, load
+
+PARTS = 4
+HOUR = timedelta(hours=1)
+
+
+@pytest.fixture
+def dsn(make_store) -> str:
+    return make_store(PARTS)
+
+
+def stamped(offset: timedelta, count: int, prefix: str) -> list[Event]:
+    base = datetime.now(UTC) + offset
+    return [Event(f"{prefix}{i:05d}", i, base + timedelta(microseconds=i)) for i in range(count)]
+
+
+def put(dsn: str, rows: list[Event]) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        copy_events(conn, rows, PARTS)
+
+
+def count(dsn: str, query: str = "SELECT count(*) FROM slidewin.events") -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(query).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def run_for(dsn: str, seconds: float) -> list[str]:
+    lines: list[str] = []
+    run_scheduler(dsn, duration=timedelta(seconds=seconds), report=lines.append)
+    return lines
+
+
+def test_jobs_survive_a_scheduler_restart(dsn):
+    store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30), chunk=50))
+    put(dsn, stamped(-HOUR, 400, "old") + stamped(HOUR, 100, "new"))
+    lines = run_for(dsn, 2.0)
+    assert count(dsn) == 100
+    assert any("deleted" in line for line in lines)
+    # a new scheduler (as after a restart) finds the job in PostgreSQL and keeps going
+    assert [j.name for j in store.list_jobs(dsn)] == ["default"]
+    put(dsn, stamped(-HOUR, 300, "older"))
+    run_for(dsn, 1.5)
+    assert count(dsn) == 100
+    assert count(dsn, "SELECT sum(deleted) FROM slidewin.job_runs WHERE job = 'default'") == 700
+    with psycopg.connect(dsn) as conn:
+        assert_rollups_exact(conn)
+
+
+def test_paused_jobs_do_not_run_until_resumed(dsn):
+    store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30)))
+    assert store.pause_job(dsn, "default").paused
+    put(dsn, stamped(-HOUR, 50, "old"))
+    run_for(dsn, 1.0)
+    assert count(dsn) == 50
+    assert not store.resume_job(dsn, "default").paused
+    run_for(dsn, 1.5)
+    assert count(dsn) == 0
+
+
+def test_add_upserts_the_policy_and_remove_drops_it(dsn):
+    store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30)))
+    store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=45), max_rows=9, chunk=3))
+    got = count(dsn, "SELECT count(*) FROM slidewin.retention_settings WHERE name = 'default' "
+                     "AND history_s = 45 AND max_rows = 9 AND chunk = 3")
+    assert got == 1 and len(store.list_jobs(dsn)) == 1
+    store.remove_job(dsn, "default")
+    assert store.list_jobs(dsn) == []
+    assert count(dsn, "SELECT count(*) FROM slidewin.retention_settings") == 0
+    with pytest.raises(JobNotFound, match="no job named 'default'"):
+        store.remove_job(dsn, "default")
+
+
+def test_refresh_and_stats_jobs_run_and_are_recorded(dsn):
+    store.add_periodic(dsn, "refresh", timedelta(milliseconds=300))
+    store.add_periodic(dsn, "stats", timedelta(milliseconds=300))
+    put(dsn, stamped(HOUR, 20, "new"))
+    lines = run_for(dsn, 1.5)
+    kinds = count(dsn, "SELECT count(DISTINCT kind) FROM slidewin.job_runs WHERE error IS NULL")
+    assert kinds == 2
+    assert count(dsn, "SELECT coalesce(sum(n), 0) FROM slidewin.minute_history") == 20
+    assert any(line.startswith("stats: 20 rows") for line in lines)
+
+
+def test_job_runs_stay_bounded(dsn):
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(12):
+            conn.execute(
+                "SELECT slidewin.record_job_run('x', 'stats', now(), now(), 0, '{}', null, "
+                "false, '{}', null, 5)"
+            )
+    assert count(dsn, "SELECT count(*) FROM slidewin.job_runs WHERE job = 'x'") == 5
+
+
+def test_status_reports_lag_per_partition(dsn):
+    """
+    rows 10/s:  |====================|  t = 0 .. 20 s      now = 25 s, history 10 s
+    oldest row is 25 s old: 15 s over the history; max-rows 100 of 200 rows: 100 over in total
+    """
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        load(conn, events(0, 20, 10), PARTS)
+        lag = retention_lag(conn, RetentionPolicy(timedelta(seconds=10), 100), at(25))
+        assert max(p.age_over_s for p in lag) == pytest.approx(15.0)
+        assert sum(p.rows_over for p in lag) == 100
+        assert sum(p.target_rows for p in lag) == 100
+        info = store.add_retention(dsn, RetentionPolicy(max_rows=100))
+        status = job_status(conn, info, at(25))
+        assert status.last_run is None and status.lag is not None
+        assert status.as_json()["lag"][0]["age_over_s"] is None  # no history: no age limit
+
+
+def slidewin(dsn: str, *args: str) -> list[str]:
+    """The ``slidewin`` command line, run by this interpreter."""
+    entry = "import sys; from client.cli import cli; sys.exit(cli(prog_name='slidewin'))"
+    return [sys.executable, "-c", entry, "--dsn", dsn, *args]
+
+
+def test_two_schedulers_never_double_delete_or_overshoot(dsn):
+    store.add_retention(dsn, RetentionPolicy(max_rows=500, chunk=20, yield_=timedelta(0)))
+    put(dsn, stamped(-HOUR, 2000, "old"))
+    procs = [subprocess.Popen(slidewin(dsn, "-q", "jobs", "run", "--for", "4s"),
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert count(dsn) == 500  # exactly the target: no overshoot
+    assert count(dsn, "SELECT sum(deleted) FROM slidewin.job_runs") == 1500  # each row once
+    with psycopg.connect(dsn) as conn:
+        assert_rollups_exact(conn)
+
+
+def test_sigterm_stops_the_scheduler_cleanly(dsn):
+    store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30), chunk=5))
+    put(dsn, stamped(-HOUR, 3000, "old"))
+    proc = subprocess.Popen(slidewin(dsn, "jobs", "run"), stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stderr is not None
+    first = proc.stderr.readline()
+    assert "scheduler running 1 job(s)" in first
+    deadline = time.monotonic() + 20
+    while count(dsn) == 3000 and time.monotonic() < deadline:  # until it is mid-work
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0
+    assert "Traceback" not in err and "scheduler stopped" in err
+
+
+def test_jobs_run_outside_a_scheduler_refuse():
+    from jobs.errors import JobError
+    from jobs.scheduler import retention_job
+
+    with pytest.raises(JobError, match="slidewin jobs run"):
+        retention_job(name="default", history_s=1.0)
+
+
+def test_scheduler_stop_flag_is_honoured_promptly(dsn):
+    store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30), chunk=1))
+    put(dsn, stamped(-HOUR, 5000, "old"))
+    stop = threading.Event()
+    runner = threading.Thread(target=run_scheduler, args=(dsn,), kwargs={"stop": stop})
+    runner.start()
+    time.sleep(1.0)
+    started = time.monotonic()
+    stop.set()
+    runner.join(timeout=10)
+    assert not runner.is_alive() and time.monotonic() - started < 5
+    assert 0 < count(dsn) < 5000  # it was mid-work, and left the rest for later
