@@ -7,8 +7,9 @@ from datetime import timedelta
 import click
 
 from client.cli_bench import bench
+from client.cli_jobs import YIELD
 from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT, DURATION, DURATION_MS
+from client.params import COUNT, DURATION
 from jobs.bench import RetentionBenchSpec, run_retention_bench
 
 
@@ -22,7 +23,7 @@ from jobs.bench import RetentionBenchSpec, run_retention_bench
 @click.option("--max-rows", type=COUNT, default=None, help="Global row target (e.g. 300k).")
 @click.option("--chunk", type=COUNT, default="1000", show_default=True,
               help="Rows per nibble (per partition per round).")
-@click.option("--yield", "yield_", type=DURATION_MS, default="100ms", show_default=True,
+@click.option("--yield", "yield_", type=YIELD, default="100ms", show_default=True,
               help="Pause after a round that filled no chunk.")
 @click.option("--partitions", type=click.IntRange(1, 1024), default=8, show_default=True,
               help="Partitions of the benchmark store.")

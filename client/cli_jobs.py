@@ -6,6 +6,7 @@ scheduler) and ``jobs.status``.
 
 from __future__ import annotations
 
+import copy
 import signal
 import threading
 from datetime import UTC, datetime, timedelta
@@ -15,11 +16,25 @@ import click
 
 from client.cli import cli
 from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT, DURATION, DURATION_MS
+from client.params import COUNT, DURATION, DurationType
 from jobs import scheduler as sched
 from jobs import store
 from jobs.config import DEFAULT_NAME, SPLITS, RetentionPolicy
 from jobs.status import JobStatus, all_status
+
+
+class _OptionNamedDuration(DurationType):
+    """DURATION_MS, but errors name the option as typed (``--yield``), not the Python name
+    (``yield_``, which is a keyword without the underscore)."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        if param is not None and param.opts:
+            param = copy.copy(param)
+            param.name = param.opts[0].lstrip("-").replace("-", "_")
+        return super().convert(value, param, ctx)
+
+
+YIELD = _OptionNamedDuration(default_unit="ms")
 
 
 @cli.group()
@@ -93,7 +108,7 @@ def jobs_add() -> None:
               help="Keep the newest N rows of the store (e.g. 1M).")
 @click.option("--chunk", type=COUNT, default=100, show_default=True,
               help="Most rows one nibble deletes per partition per round.")
-@click.option("--yield", "yield_", type=DURATION_MS, default="100ms", show_default=True,
+@click.option("--yield", "yield_", type=YIELD, default="100ms", show_default=True,
               help="Pause after a round that filled no chunk (bare numbers are ms).")
 @click.option("--split", type=click.Choice(SPLITS), default="global", show_default=True,
               help="How --max-rows becomes per-partition targets: 'global' keeps the newest "
