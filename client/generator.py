@@ -39,8 +39,9 @@ _SUFFIX = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _HEX_PAIRS = np.stack([_HEX[np.arange(256) >> 4], _HEX[np.arange(256) & 15]], axis=1)
-# positions of the 32 hex digits inside the 36-character uuid text (dashes at 8, 13, 18, 23)
-_UUID_HEX_POS = np.array([i for i in range(36) if i not in (8, 13, 18, 23)])
+_HEX_PAIRS16 = np.ascontiguousarray(_HEX_PAIRS).view(np.uint16).ravel()  # byte -> 2 hex digits
+# the 8-4-4-4-12 groups of the 32 hex digits, and where each starts in the 36-character text
+_UUID_GROUPS = ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))
 _TS_LEN = 27  # 2026-01-01T12:00:00.123456Z
 
 Clock = Callable[[], datetime]
@@ -120,11 +121,14 @@ class EventGenerator:
     # ---- building -------------------------------------------------------------------------
     def uuids(self, n: int) -> np.ndarray:
         """(n, 36) uint8: uuid4 texts, lower-case hex, RFC 4122 version and variant bits."""
-        raw = self.rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
+        raw = np.frombuffer(self.rng.bytes(16 * n), dtype=np.uint8).reshape(n, 16).copy()
         raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
         raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
-        out = np.full((n, 36), ord("-"), dtype=np.uint8)
-        out[:, _UUID_HEX_POS] = _HEX_PAIRS[raw].reshape(n, 32)
+        hexed = _HEX_PAIRS16[raw].view(np.uint8)  # (n, 32): two hex digits per byte
+        out = np.empty((n, 36), dtype=np.uint8)
+        for (src0, src1), dst0 in zip(_UUID_GROUPS, (0, 9, 14, 19, 24), strict=True):
+            out[:, dst0:dst0 + src1 - src0] = hexed[:, src0:src1]
+        out[:, [8, 13, 18, 23]] = ord("-")
         return out
 
     def values(self, n: int) -> np.ndarray:
@@ -232,8 +236,9 @@ def _layout(
     matrix = np.zeros((n, hw + width + tw), dtype=np.uint8)
     matrix[:, :hw] = head
     matrix[:, hw:hw + width] = val_chars
-    cols = hw + val_len[:, None] + np.arange(tw)
-    matrix[np.arange(n)[:, None], cols] = tail
+    for length in np.unique(val_len):  # a handful of widths: contiguous column slices
+        rows = np.flatnonzero(val_len == length)
+        matrix[rows, hw + length:hw + length + tw] = tail[rows]
     keep = np.arange(matrix.shape[1]) < (hw + val_len + tw)[:, None]
     return matrix[keep].tobytes()
 

@@ -1,0 +1,58 @@
+"""``slidewin bench client``: the generator's unthrottled rate, and the watchers' cost on ingest."""
+
+from __future__ import annotations
+
+import click
+
+from client.bench import BenchSettings, generator_rate, reporter_overhead, summarize
+from client.cli_bench import bench
+from client.context import AppContext, emit_json, pass_app
+from client.generator import FORMATS
+from client.params import COUNT
+
+
+@bench.command("client")
+@click.option("--seconds", type=click.FloatRange(0.5, 60), default=3.0, show_default=True,
+              help="How long each unthrottled generator run writes.")
+@click.option("--repeats", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Generator runs per format (the median is reported).")
+@click.option("--events", type=COUNT, default="200k", show_default=True,
+              help="Events ingested in each overhead run (the same files every run).")
+@click.option("--ingest-repeats", type=click.IntRange(1, 10), default=2, show_default=True,
+              help="Pairs of ingest runs (without / with the watchers).")
+@click.option("--skip-ingest", is_flag=True,
+              help="Only measure the generator (no Spark, no database needed).")
+@click.option("--json", "as_json", is_flag=True, help="End with one JSON object on stdout.")
+@pass_app
+def bench_client(app: AppContext, seconds: float, repeats: int, events: int,
+                 ingest_repeats: int, skip_ingest: bool, as_json: bool) -> None:
+    """The simulator's unthrottled event rate into a landing directory (target >= 500,000/s),
+    and what the reporter, max tracker and freshness poller cost the ingest (target <= 5%):
+    the same files ingested by `slidewin ingest --once` into a fresh database, with and
+    without them. Each database is created on the --dsn server and dropped afterwards.
+
+    \b
+    Examples:
+      slidewin bench client --json
+      slidewin bench client --skip-ingest --seconds 5
+      slidewin bench client --events 500k --ingest-repeats 3
+    """
+    gen = {}
+    for fmt in FORMATS:
+        gen[fmt] = generator_rate(fmt, seconds, repeats)
+        app.progress(f"generator {fmt}: {', '.join(f'{r:,.0f}' for r in gen[fmt])} events/s")
+    if skip_ingest:
+        result = {"generator_events_per_s": round(sorted(gen["csv"])[len(gen["csv"]) // 2]),
+                  "generator_events_per_s_by_format": {
+                      k: round(sorted(v)[len(v) // 2]) for k, v in gen.items()}}
+    else:
+        settings = BenchSettings(seconds=seconds, repeats=repeats, events=events,
+                                 ingest_repeats=ingest_repeats)
+        app.progress(f"ingesting {events} events {2 * ingest_repeats} times...")
+        without, with_ = reporter_overhead(app.dsn, settings, app.progress)
+        result = summarize(gen, without, with_)
+    if as_json:
+        emit_json(result)
+    else:
+        for key, value in result.items():
+            click.echo(f"{key}: {value}")

@@ -1,0 +1,141 @@
+"""End to end: ``slidewin demo --duration 20`` with the real Spark ingest and the real scheduler.
+
+Asserts that reports appear and the max tracker prints, that the rollups are exact at the end,
+that the retention bounds hold (within one chunk per partition and one round of lag), and that
+no process the demo started -- python children, the JVM, anything in their groups -- is left.
+Needs Java 17+ (marked ``spark``) and takes a couple of minutes (``slow``); CI runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from client.processes import slidewin_argv
+from tests.invariants import assert_rollups_exact
+
+HISTORY_S = 6
+MAX_ROWS = 20_000
+RATE = 2000
+CHUNK = 100
+PARTITIONS = 8
+
+
+def _children_of(pid: int) -> dict[int, float]:
+    """Every descendant of ``pid``: {pid: start time}. psutil when present, else /proc."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - Linux fallback
+        return _proc_children(pid)
+    try:
+        return {p.pid: p.create_time() for p in psutil.Process(pid).children(recursive=True)}
+    except psutil.Error:
+        return {}
+
+
+def _proc_children(pid: int) -> dict[int, float]:
+    parents: dict[int, list[int]] = {}
+    starts: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(entry.name))
+        starts[int(entry.name)] = float(fields[19])
+    found, todo = {}, [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found[child] = starts[child]
+            todo.append(child)
+    return found
+
+
+def _still_running(seen: dict[int, float]) -> list[int]:
+    alive = []
+    for pid, started in seen.items():
+        now = _start_time(pid)
+        if now is not None and abs(now - started) < 1e-3:  # same pid, same process
+            alive.append(pid)
+    return alive
+
+
+def _start_time(pid: int) -> float | None:
+    """The start time of ``pid`` if it still exists (and is not a zombie), else None."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return None if fields[0] == "Z" else float(fields[19])
+    try:
+        proc = psutil.Process(pid)
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc.create_time()
+    except psutil.Error:
+        return None
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
+    dsn = make_store(PARTITIONS)
+    argv = slidewin_argv(
+        "--dsn", dsn, "--data-dir", str(tmp_path), "demo", "--duration", "20", "--warmup", "3",
+        "--displayinterval", "4", "--ratelimit", str(RATE), "--historyseconds", str(HISTORY_S),
+        "--maxrows", str(MAX_ROWS), "--deletechunksize", str(CHUNK), "--seed", "1",
+        "--view", "plain", "--json",
+    )
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen: dict[int, float] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.update(_children_of(proc.pid))
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        out, err = proc.communicate(timeout=900)
+    finally:
+        done.set()
+        if proc.poll() is None:
+            proc.kill()
+    watcher.join(timeout=5)
+    assert proc.returncode == 0, f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+
+    # what the user sees
+    assert out.count("Report:") >= 3, out
+    assert "The initial maximum value for the dataset has been set to" in out
+    assert "Final summary" in out and "Rows retained" in out
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["written"] > 10 * RATE and summary["failures"] == 0, summary
+    assert summary["ingested"] > 0 and summary["freshness"]["events"] > 0
+
+    # retention bounds, measured by the summary while the scheduler still ran
+    parts = summary["partitions"]
+    assert len(parts) == PARTITIONS
+    assert max(p["oldest_age_s"] or 0 for p in parts) <= HISTORY_S + 2.0, parts
+    lag_rows = RATE * 2 + CHUNK * PARTITIONS  # one ingest batch and one round of lag
+    assert summary["retained"] <= MAX_ROWS + lag_rows, summary
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert_rollups_exact(conn)
+
+    # nothing left behind: every process seen under the demo is gone
+    assert seen, "the demo started no child process?"
+    assert _still_running(seen) == [], "processes left behind"
+    assert not any((tmp_path / "demo").glob("*/landing")), "landing dir left behind"
