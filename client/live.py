@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 
 class Display(Protocol):
@@ -44,7 +44,9 @@ class PlainDisplay:
 class LiveDisplay:
     """The latest report in a panel under the latest few max/messages lines, redrawn in place."""
 
-    def __init__(self, title: str = "slidewin client", keep: int = 8) -> None:
+    def __init__(
+        self, title: str = "slidewin client", keep: int = 8, console: Any = None
+    ) -> None:
         from rich.console import Console
         from rich.live import Live
 
@@ -52,7 +54,9 @@ class LiveDisplay:
         self.log: deque[str] = deque(maxlen=keep)
         self.latest: list[str] = ["waiting for the first report..."]
         self.lock = threading.Lock()
-        self.live = Live(self._render(), console=Console(), auto_refresh=False, transient=False)
+        self.live = Live(
+            self._render(), console=console or Console(), auto_refresh=False, transient=False
+        )
         self.live.start()
 
     def _render(self):  # noqa: ANN202 - a rich renderable
