@@ -168,10 +168,12 @@ def run_retention_bench(admin_dsn: str, spec: RetentionBenchSpec,
 
 def _run(dsn: str, spec: RetentionBenchSpec, progress: Progress) -> dict[str, Any]:
     nibble_ms: list[float] = []
+    # nibbles before the first rows expire find nothing; only those that deleted count
+
     deleted = [0]
 
     def on_round(result: RoundResult) -> None:
-        nibble_ms.extend(result.nibble_ms.values())
+        nibble_ms.extend(ms for p, ms in result.nibble_ms.items() if result.deleted.get(p))
         deleted[0] += result.total
 
     ctx = mp.get_context("spawn")
@@ -195,7 +197,25 @@ def _run(dsn: str, spec: RetentionBenchSpec, progress: Progress) -> dict[str, An
         jobs.join(timeout=30)
     if inserter.exitcode not in (0, None):
         raise SlidewinError(f"the inserter process failed (exit code {inserter.exitcode})")
-    return _figures(spec, samples, nibble_ms, deleted[0], int(sent.value))
+    figures = _figures(spec, samples, nibble_ms, deleted[0], int(sent.value))
+    return {**figures, **_job_totals(dsn)}
+
+
+JOB_TOTALS_SQL = """
+SELECT count(*), coalesce(sum(rounds), 0),
+       coalesce(sum((detail->>'vacuum_ms')::float), 0),
+       coalesce(sum(jsonb_array_length(coalesce(detail->'vacuumed', '[]'))), 0),
+       coalesce(sum(extract(epoch FROM finished_at - started_at)), 0)
+  FROM slidewin.job_runs WHERE kind = 'retention'
+"""
+
+
+def _job_totals(dsn: str) -> dict[str, Any]:
+    """What the retention job recorded: runs, rounds, busy time, vacuums (see job_runs)."""
+    with connect(dsn, autocommit=True) as conn:
+        runs, rounds, vacuum_ms, vacuums, busy_s = conn.execute(JOB_TOTALS_SQL).fetchone()
+    return {"job_runs": runs, "rounds": int(rounds), "vacuums": int(vacuums),
+            "vacuum_s": round(float(vacuum_ms) / 1000, 2), "job_busy_s": round(float(busy_s), 2)}
 
 
 def _wait_ready(inserter: Any, ready: Any) -> None:

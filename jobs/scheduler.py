@@ -130,28 +130,37 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
     last_vacuum = [time.monotonic()]
     vacuumed: list[str] = []
 
+    vacuum_ms = [0.0]
+
+    def vacuum() -> None:
+        began = time.monotonic()
+        vacuumed.extend(vacuum_due(conn))
+        last_vacuum[0] = time.monotonic()
+        vacuum_ms[0] += (last_vacuum[0] - began) * 1000.0
+
     def on_round(result: RoundResult) -> None:
         if rt.on_round is not None:
             rt.on_round(result)
         if time.monotonic() - last_vacuum[0] >= VACUUM_EVERY_S:
-            vacuumed.extend(vacuum_due(conn))
-            last_vacuum[0] = time.monotonic()
+            vacuum()
 
     result = run_until_caught_up(
         conn, policy, None, stop=rt.stop, max_rounds=MAX_ROUNDS, on_round=on_round
     )
     if not result.skipped:
-        vacuumed.extend(vacuum_due(conn))
+        vacuum()
     finished = datetime.now(UTC)
-    record_run(conn, _retention_run(name, started, finished, result, vacuumed))
+    run = _retention_run(name, started, finished, result, vacuumed, vacuum_ms[0])
+    record_run(conn, run)
     if result.total or vacuumed:
         rt.report(_round_line(name, result, finished - started, vacuumed))
 
 
 def _retention_run(
-    name: str, started: datetime, finished: datetime, result: CatchUpResult, vacuumed: list[str]
+    name: str, started: datetime, finished: datetime, result: CatchUpResult,
+    vacuumed: list[str], vacuum_ms: float,
 ) -> JobRun:
-    detail = {"vacuumed": vacuumed} if vacuumed else {}
+    detail = {"vacuumed": vacuumed, "vacuum_ms": round(vacuum_ms, 1)} if vacuumed else {}
     return JobRun(
         name, "retention", started, finished, result.rounds, result.deleted,
         result.caught_up, result.skipped, detail,

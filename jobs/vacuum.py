@@ -8,6 +8,12 @@ minute of garbage is several times the live window, and the nibbles' index scans
 over it. So the retention job, which makes the garbage, also vacuums a partition once its dead
 tuples exceed ``min_dead + fraction * live`` -- the same rule as autovacuum's, checked every run.
 
+The same pass ANALYZEs a partition that was never analyzed (or whose rows have all turned over
+since): without statistics the planner takes ``part = $1`` for 0.5 % of the partition and plans
+the nibble's oldest-rows query as a bitmap scan + sort of the *whole* partition instead of a
+short walk of the primary key (seen: 80 ms instead of 5 ms per 2,000-row nibble on a fresh
+store, for the minute until autovacuum first looks).
+
 VACUUM of one partition costs about that partition (the retained window's share), not the whole
 history; SKIP_LOCKED makes it step aside when autovacuum or another scheduler is on it.
 """
@@ -20,30 +26,40 @@ from psycopg import sql
 MIN_DEAD = 2_000
 DEAD_FRACTION = 0.05
 
+ANALYZE_MIN_ROWS = 1_000
+
 DUE_SQL = """
-SELECT c.relname, s.n_dead_tup, s.n_live_tup
+SELECT c.relname,
+       (s.last_analyze IS NULL AND s.last_autoanalyze IS NULL
+        OR s.n_mod_since_analyze > s.n_live_tup) AND s.n_mod_since_analyze > %(analyze_min)s
   FROM pg_inherits i
   JOIN pg_class c ON c.oid = i.inhrelid
   JOIN pg_stat_user_tables s ON s.relid = c.oid
  WHERE i.inhparent = 'slidewin.events'::regclass
-   AND s.n_dead_tup > %s + %s * s.n_live_tup
+   AND (s.n_dead_tup > %(min_dead)s + %(fraction)s * s.n_live_tup
+        OR (s.last_analyze IS NULL AND s.last_autoanalyze IS NULL
+            OR s.n_mod_since_analyze > s.n_live_tup) AND s.n_mod_since_analyze > %(analyze_min)s)
  ORDER BY s.n_dead_tup DESC
 """
 
 
 def partitions_due(
     conn: psycopg.Connection, *, min_dead: int = MIN_DEAD, fraction: float = DEAD_FRACTION
-) -> list[str]:
-    """Names of the events partitions (in slidewin) whose dead tuples passed the threshold."""
-    return [str(r[0]) for r in conn.execute(DUE_SQL, (min_dead, fraction)).fetchall()]
+) -> list[tuple[str, bool]]:
+    """``(partition name, analyze too?)`` for each events partition due: dead tuples past the
+    threshold, or statistics missing / fully stale."""
+    args = {"min_dead": min_dead, "fraction": fraction, "analyze_min": ANALYZE_MIN_ROWS}
+    return [(str(r[0]), bool(r[1])) for r in conn.execute(DUE_SQL, args).fetchall()]
 
 
-def vacuum_partitions(conn: psycopg.Connection, names: list[str]) -> list[str]:
-    """VACUUM each named partition (autocommit connection: VACUUM can't run in a transaction)."""
+def vacuum_partitions(conn: psycopg.Connection, due: list[tuple[str, bool]]) -> list[str]:
+    """VACUUM (and ANALYZE where asked) each partition; autocommit connection (VACUUM can't run
+    in a transaction block)."""
     done = []
-    for name in names:
+    for name, analyze in due:
+        options = sql.SQL("ANALYZE, SKIP_LOCKED" if analyze else "SKIP_LOCKED")
         conn.execute(
-            sql.SQL("VACUUM (SKIP_LOCKED) {}").format(sql.Identifier("slidewin", name))
+            sql.SQL("VACUUM ({}) {}").format(options, sql.Identifier("slidewin", name))
         )
         done.append(name)
     return done
@@ -52,5 +68,5 @@ def vacuum_partitions(conn: psycopg.Connection, names: list[str]) -> list[str]:
 def vacuum_due(
     conn: psycopg.Connection, *, min_dead: int = MIN_DEAD, fraction: float = DEAD_FRACTION
 ) -> list[str]:
-    """Vacuum every partition due; returns their names."""
+    """Vacuum (and analyze) every partition due; returns their names."""
     return vacuum_partitions(conn, partitions_due(conn, min_dead=min_dead, fraction=fraction))
