@@ -1,21 +1,32 @@
 """The max tracker (VoltDB's MaxTracker): poll the window maximum, say when it changes.
 
 Every ``interval_s`` (10 ms, as VoltDB) it reads the maximum over the retained window from the
-rollups (``db.windows.summary``: per-second maxima kept exact under deletes, so no index on
-``val`` is needed) and prints the first value it sees, then each change. The maximum can go down
-as the window slides past the old maximum -- that is a change too. An empty window prints
-nothing until the first value arrives.
+rollups (per-second maxima kept exact under deletes, so no index on ``val`` is needed) and prints
+the first value it sees, then each change. At 100 polls a second the query is the plain
+``max(vmax)`` over the window's rollup rows -- the same window as ``slidewin.window_summary``,
+without its sum, count and average -- to keep the tracker's cost on the ingest small. The
+maximum can go down as the window slides past the old maximum -- that is a change too. An
+empty window prints nothing until the first value arrives.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import psycopg
 
 from client.generator import Clock, utc_now
-from db import windows
+
+WINDOW_MAX_SQL = "SELECT max(vmax) FROM slidewin.rollups WHERE sec > %s AND sec <= %s"
+
+
+def window_max(conn: psycopg.Connection, seconds: int, now: datetime) -> int | None:
+    """Max over the ``seconds`` whole seconds ending with ``now``'s (as window_summary)."""
+    end = now.replace(microsecond=0)
+    row = conn.execute(WINDOW_MAX_SQL, (end - timedelta(seconds=seconds), end)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def initial_line(value: int) -> str:
@@ -43,7 +54,7 @@ class MaxTracker:
         self.polls = 0
 
     def poll(self) -> str | None:
-        value = windows.window_max(self.conn, self.window_s, self.clock())
+        value = window_max(self.conn, self.window_s, self.clock())
         self.polls += 1
         if value is None or value == self.current:
             return None

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from client.maxtracker import MaxTracker
+from client.maxtracker import MaxTracker, window_max
+from db import windows
 from db.events import Event, insert_events
 from db.retention import nibble
 from tests.conftest import T0
@@ -48,3 +49,11 @@ def test_initial_then_changes(conn):
     # the window slides past the 50 as well: nothing left, nothing printed
     now[0] = at(40)
     assert tracker.poll() is None and len(lines) == 3
+
+
+def test_window_max_agrees_with_the_window_summary(conn):
+    insert_events(conn, [Event(f"k{i}", (i * 7919) % 5000 - 2500, at(-i * 0.37))
+                         for i in range(200)], 8)
+    for seconds in (1, 5, 10, 30, 60):
+        for now in (at(0.5), at(-10.2), at(-70)):
+            assert window_max(conn, seconds, now) == windows.window_max(conn, seconds, now)
