@@ -205,7 +205,8 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     the retention scheduler (unless --inline) and the client, for --duration; then stop every
     part and print the final summary. Ctrl-C stops early, just as cleanly.
 
-    Takes the client's options (see `slidewin client --help`). Needs Java 17+ for Spark.
+    Takes the client's options (see `slidewin client --help`); --landing defaults to a per-run
+    folder under <data dir>/demo, removed at the end (the logs stay). Needs Java 17+ for Spark.
 
     \b
     Examples:
