@@ -170,21 +170,32 @@ def classify(df: DataFrame, limits: Limits) -> DataFrame:
         check = check.when(
             ts < F.lit(newest - limits.grace), _r("late", _got("ts later than grace", ts))
         )
-    stream_reason = check.otherwise(_r(None, None))
-    valid = F.col("reason").isNull()
+    why = F.when(F.col("reason").isNull(), check).otherwise(_r(F.col("reason"), F.col("detail")))
+    return df.select("source", "raw", "uuid", "val", "ts", why.alias("why")).select(
+        "source", "raw", "uuid", "val", "ts", "why.reason", "why.detail"
+    )
+
+
+def batch_output(df: DataFrame, partitions: int) -> DataFrame:
+    """One row per input row, ready for one ``toArrow``: valid rows carry ``part`` (and no raw
+    text), rejected rows carry ``source, reason, detail, raw``. One Spark job per batch: no
+    second scan of the input and no shuffle (the in-batch dedup runs on the Arrow table)."""
+    ok = F.col("reason").isNull()
     return df.select(
-        "source",
-        "raw",
+        F.when(ok, partition_expr(F.col("uuid"), partitions)).alias("part"),
         "uuid",
         "val",
         "ts",
-        F.when(valid, stream_reason.getField("reason")).otherwise(F.col("reason")).alias("reason"),
-        F.when(valid, stream_reason.getField("detail")).otherwise(F.col("detail")).alias("detail"),
+        "reason",
+        F.when(~ok, F.col("source")).alias("source"),
+        F.when(~ok, F.col("detail")).alias("detail"),
+        F.when(~ok, F.col("raw")).alias("raw"),
     )
 
 
 def good_rows(df: DataFrame, partitions: int) -> DataFrame:
-    """Valid rows, one per (uuid, ts): ``part, uuid, val, ts, copies``.
+    """Valid rows, one per (uuid, ts): ``part, uuid, val, ts, copies`` -- the same result as
+    ``batch.split`` computes on Arrow, as a Spark plan (kept for cross-checks in tests).
 
     Duplicates within the batch collapse to one row; the kept ``val`` is the smallest, so the
     choice is the same however Spark orders the batch (a replay picks the same row).
@@ -223,8 +234,9 @@ def _got(text: str, value: Column) -> Column:
     return F.concat(F.lit(text + ", got "), F.coalesce(value.cast("string"), F.lit("null")))
 
 
-def _r(reason: str | None, detail: Column | None) -> Column:
+def _r(reason: str | Column | None, detail: Column | None) -> Column:
+    code = reason if isinstance(reason, Column) else F.lit(reason)
     return F.struct(
-        F.lit(reason).cast("string").alias("reason"),
+        code.cast("string").alias("reason"),
         (detail if detail is not None else F.lit(None)).cast("string").alias("detail"),
     )

@@ -21,7 +21,8 @@ def batch_line(stream: str, result: BatchResult, now: datetime) -> str:
         f"[{stream}] batch {result.batch_id}: in {result.rows_in}, accepted {result.accepted}, "
         f"dup {result.duplicates}, rejected {result.rejected}"
         + (f" ({reasons})" if reasons else "")
-        + f"{nibbled}, {rate:,.0f} rows/s, lag {lag}, stream time {stream_time}"
+        + f"{nibbled}, {rate:,.0f} rows/s (spark {result.compute_s:.2f}s, "
+        f"db {result.seconds - result.compute_s:.2f}s), lag {lag}, stream time {stream_time}"
     )
 
 

@@ -84,6 +84,7 @@ def run(
     progress: Callable[[str], None],
     stop: threading.Event | None = None,
     spark: SparkSession | None = None,
+    on_batch: Callable[[str, BatchResult], None] | None = None,
 ) -> Totals:
     """Run the ingest until done (``--once``) or ``stop`` is set. Returns the totals.
 
@@ -98,6 +99,8 @@ def run(
 
     def on_result(stream: str, result: BatchResult) -> None:
         totals.add(result)
+        if on_batch is not None:
+            on_batch(stream, result)
         progress(batch_line(stream, result, datetime.now(UTC)))
 
     owned = spark is None

@@ -28,7 +28,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import psycopg
@@ -77,6 +77,7 @@ class BatchResult:
     nibbled: int = 0
     path: str = ""
     seconds: float = 0.0
+    compute_s: float = 0.0
 
 
 def write_batch(
@@ -92,11 +93,14 @@ def write_batch(
     with conn.transaction():
         if not _claim(conn, query_id, batch_id):
             return BatchResult(query_id, batch_id, skipped=True)
-        rows = compute(_lock_state(conn, state_key))
+        newest_before = _lock_state(conn, state_key)
+        computing = time.monotonic()
+        rows = compute(newest_before)
+        compute_s = time.monotonic() - computing
         result = _write_rows(conn, query_id, state_key, batch_id, rows, inline)
         _fault("before_commit", batch_id)
     _fault("after_commit", batch_id)
-    return _with_time(result, time.monotonic() - started)
+    return replace(result, seconds=time.monotonic() - started, compute_s=compute_s)
 
 
 def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
@@ -265,12 +269,6 @@ def _count(
         nibbled=nibbled,
         path=path,
     )
-
-
-def _with_time(result: BatchResult, seconds: float) -> BatchResult:
-    from dataclasses import replace
-
-    return replace(result, seconds=seconds)
 
 
 def _fault(point: str, batch_id: int) -> None:

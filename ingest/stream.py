@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from db.connect import connect
-from ingest import parse
+from ingest import batch, parse
 from ingest.config import IngestConfig
 from ingest.sink import BatchResult, BatchRows, InlineRetention, write_batch
 
@@ -49,7 +49,8 @@ class BatchHandler:
         self.on_result(self.stream, result)
 
     def compute(self, df: DataFrame, newest_before: datetime | None) -> BatchRows:
-        """Spark: parse, classify against the stream state, dedup; collect as Arrow."""
+        """Spark: parse and classify against the stream state, one Arrow table; then the
+        in-batch dedup on Arrow (``ingest.batch``)."""
         limits = parse.Limits(
             now=datetime.now(UTC),
             newest_before=newest_before,
@@ -58,13 +59,8 @@ class BatchHandler:
             max_future=self.config.max_future,
         )
         parsed = parse.parse_parquet(df) if self.stream == "parquet" else parse.parse_text(df)
-        classified = parse.classify(parsed, limits).persist()
-        try:
-            good = parse.good_rows(classified, self.partitions).toArrow()
-            bad = parse.bad_rows(classified).toArrow()
-        finally:
-            classified.unpersist()
-        return BatchRows(good=good, bad=bad)
+        classified = parse.classify(parsed, limits)
+        return batch.split(parse.batch_output(classified, self.partitions).toArrow())
 
     def _inline(self) -> InlineRetention | None:
         if not self.config.inline:

@@ -1,0 +1,356 @@
+"""``slidewin bench ingest``: how fast and how fresh the Spark ingest is on this machine.
+
+One run measures, side by side on the same generated events:
+
+(a) ``copy_limit_rows_per_s`` -- the raw COPY limit: the same rows, the same schema (rollup
+    triggers included), psycopg COPY of CSV bytes built with pyarrow, no Spark;
+(b) ``ingest_events_per_s`` -- end to end through the code path of ``slidewin ingest --once``
+    (``ingest.runner.run``), from the query's start to the last batch's commit; the JVM's start
+    is reported apart (``spark_startup_s``) because a long-running ingest pays it once;
+(c) ``freshness_p95_s`` -- a rate-limited streaming run: files appear over time, each holding
+    one second of event time; per file, the time from its rename into the landing directory to
+    its second being visible in slidewin.rollups; the 95th percentile;
+(d) ``driver_rss_mb`` -- peak resident memory of the driver JVM plus the Python driver,
+    sampled every 0.2 s during (b) and (c).
+
+Each phase gets a fresh database (created and dropped here) so they do not disturb each other.
+Benchmarks report, they do not assert.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+import uuid as uuidlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import psutil
+import psycopg
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from db.schema import init_schema
+from ingest.config import IngestConfig
+from ingest.runner import Prepared, preflight, run
+from ingest.sink import BatchResult, to_csv
+
+FILE_EXT = {"parquet": "parquet", "json": "jsonl", "csv": "csv"}
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    events: int = 4_000_000
+    format: str = "parquet"
+    rows_per_file: int = 200_000
+    max_files_per_trigger: int = 2
+    master: str = "local[*]"
+    partitions: int = 8
+    freshness_seconds: float = 30.0
+    freshness_rate: int = 5_000
+    trigger: timedelta = timedelta(seconds=1)
+
+
+# ---------------------------------------------------------------- data
+
+
+def make_events(count: int, end: datetime, per_second: int, seed: int = 7) -> pa.Table:
+    """``count`` events, ``per_second`` of them per event-time second, ending at ``end``."""
+    rng = np.random.default_rng(seed)
+    prefix = uuidlib.UUID(int=int(rng.integers(0, 2**62))).hex[:12]
+    uuids = pa.array([f"{prefix}-{i:023d}" for i in range(count)], pa.string())
+    offsets_us = (np.arange(count, dtype=np.int64) * 1_000_000) // per_second
+    start_us = int(end.timestamp() * 1_000_000) - int(offsets_us[-1] if count else 0)
+    ts = pa.array(offsets_us + start_us, pa.timestamp("us", tz="UTC"))
+    vals = pa.array(rng.integers(-1_000_000, 1_000_000, count), pa.int64())
+    return pa.table({"uuid": uuids, "val": vals, "ts": ts})
+
+
+def write_file(table: pa.Table, folder: Path, name: str, fmt: str) -> Path:
+    """Write atomically: a dot name first, then rename (what producers must do)."""
+    final = folder / f"{name}.{FILE_EXT[fmt]}"
+    tmp = folder / f".{final.name}.tmp"
+    if fmt == "parquet":
+        pq.write_table(table, tmp)
+    elif fmt == "csv":
+        pacsv.write_csv(_iso(table), tmp)
+    else:
+        _iso(table).to_pandas().to_json(tmp, orient="records", lines=True)
+    os.replace(tmp, final)
+    return final
+
+
+def _iso(table: pa.Table) -> pa.Table:
+    text = [t.isoformat() for t in table["ts"].to_pylist()]
+    return table.set_column(2, "ts", pa.array(text, pa.string()))
+
+
+def with_partitions(table: pa.Table, partitions: int) -> pa.Table:
+    """Add ``part`` (slidewin.partition_of) computed in Python: the COPY phase's input."""
+    parts = [
+        int(hashlib.md5(u.encode()).hexdigest()[:8], 16) % partitions  # noqa: S324
+        for u in table["uuid"].to_pylist()
+    ]
+    return table.add_column(0, "part", pa.array(parts, pa.int16()))
+
+
+# ---------------------------------------------------------------- databases
+
+
+@contextlib.contextmanager
+def fresh_store(dsn: str, partitions: int) -> Iterator[str]:
+    """A new database with the slidewin schema on ``dsn``'s server; dropped afterwards."""
+    params = conninfo_to_dict(dsn)
+    name = f"slidewin_bench_{uuidlib.uuid4().hex[:8]}"
+    admin = make_conninfo(**{**{k: str(v) for k, v in params.items()}, "dbname": "postgres"})
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    target = make_conninfo(**{**{k: str(v) for k, v in params.items()}, "dbname": name})
+    try:
+        with psycopg.connect(target) as conn:
+            init_schema(conn, partitions)
+        yield target
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+# ---------------------------------------------------------------- (a) copy limit
+
+
+def copy_limit(dsn: str, table: pa.Table, rows_per_file: int) -> float:
+    """Rows/s of pyarrow-CSV + COPY into slidewin.events, one transaction per file's rows."""
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for offset in range(0, table.num_rows, rows_per_file):
+            chunk = table.slice(offset, rows_per_file).select(["part", "uuid", "val", "ts"])
+            with (
+                conn.transaction(),
+                conn.cursor().copy(
+                    "COPY slidewin.events (part, uuid, val, ts) FROM STDIN (FORMAT csv)"
+                ) as copy,
+            ):
+                copy.write(to_csv(chunk))
+    return table.num_rows / (time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------- (d) memory
+
+
+class RssSampler:
+    """Peak RSS of this process plus the driver JVM, sampled in a background thread."""
+
+    def __init__(self, jvm_pid: int | None, every_s: float = 0.2) -> None:
+        self.pids = [os.getpid()] + ([jvm_pid] if jvm_pid else [])
+        self.every_s, self.peak = every_s, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            for pid in self.pids:
+                with contextlib.suppress(psutil.Error):
+                    total += psutil.Process(pid).memory_info().rss
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.every_s)
+
+
+# ---------------------------------------------------------------- (b) end to end
+
+
+def ingest_config(work: Path, name: str, opts: BenchOptions, **kw: object) -> IngestConfig:
+    land = work / name
+    land.mkdir(parents=True, exist_ok=True)
+    base = {
+        "landing": land,
+        "checkpoint_dir": work / f"{name}-checkpoints",
+        "archive_dir": work / f"{name}-archive",
+        "processed": "delete",
+        "format": opts.format,
+        "max_files_per_trigger": opts.max_files_per_trigger,
+        "master": opts.master,
+        "query_id": f"bench-{name}",
+        "max_future": timedelta(hours=1),
+        "grace": timedelta(hours=1),
+    }
+    return IngestConfig(**{**base, **kw})
+
+
+def end_to_end(
+    spark: object, dsn: str, config: IngestConfig, progress: Callable[[str], None]
+) -> tuple[float, int, float]:
+    """(events/s, batches, seconds) of a ``--once`` run over what is in the landing dir."""
+    prepared = preflight(config, dsn)
+    started = time.perf_counter()
+    totals = run(prepared, dsn, progress, spark=spark)
+    seconds = time.perf_counter() - started
+    return totals.rows_in / seconds if seconds else 0.0, totals.batches, seconds
+
+
+# ---------------------------------------------------------------- (c) freshness
+
+
+def freshness(spark: object, dsn: str, config: IngestConfig, opts: BenchOptions) -> list[float]:
+    """Seconds from each file's rename to its event second showing in the rollups."""
+    prepared: Prepared = preflight(config, dsn)
+    stop, appeared, seen = threading.Event(), {}, {}
+    runner = threading.Thread(
+        target=run, args=(prepared, dsn, lambda _m: None, stop, spark), daemon=True
+    )
+    runner.start()
+    time.sleep(3.0)  # let the query start before the first file lands
+    producer = threading.Thread(
+        target=_produce, args=(config.landing, opts, appeared, stop), daemon=True
+    )
+    producer.start()
+    _watch(dsn, appeared, seen, producer, timeout_s=opts.freshness_seconds + 30)
+    stop.set()
+    runner.join(timeout=120)
+    return [seen[s] - appeared[s] for s in appeared if s in seen]
+
+
+def _produce(folder: Path, opts: BenchOptions, appeared: dict, stop: threading.Event) -> None:
+    base = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
+    tick = time.perf_counter()
+    for k in range(int(opts.freshness_seconds)):
+        if stop.is_set():
+            return
+        second = base + timedelta(seconds=k)
+        table = make_events(
+            opts.freshness_rate, second + timedelta(seconds=1), opts.freshness_rate, seed=k
+        )
+        table = table.set_column(
+            0, "uuid", pa.array([f"fresh-{k}-{i}" for i in range(table.num_rows)], pa.string())
+        )
+        write_file(_within(table, second), folder, f"fresh-{k:05d}", opts.format)
+        appeared[second] = time.perf_counter()
+        stop.wait(max(0.0, tick + k + 1 - time.perf_counter()))  # one file per second
+
+
+def _within(table: pa.Table, second: datetime) -> pa.Table:
+    """Keep every event inside ``second`` (so one file = one event second)."""
+    start_us = int(second.timestamp() * 1_000_000)
+    n = table.num_rows
+    ts = pa.array(
+        start_us + (np.arange(n, dtype=np.int64) * 1_000_000) // max(n, 1),
+        pa.timestamp("us", tz="UTC"),
+    )
+    return table.set_column(2, "ts", ts)
+
+
+def _watch(dsn: str, appeared: dict, seen: dict, producer: threading.Thread, timeout_s: float):
+    deadline = time.perf_counter() + timeout_s
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while time.perf_counter() < deadline:
+            rows = conn.execute("SELECT DISTINCT sec FROM slidewin.rollups").fetchall()
+            now = time.perf_counter()
+            for (sec,) in rows:
+                seen.setdefault(sec.astimezone(UTC), now)
+            if not producer.is_alive() and all(s in seen for s in appeared):
+                return
+            time.sleep(0.05)
+
+
+def p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=20, method="inclusive")[18]
+
+
+# ---------------------------------------------------------------- the whole run
+
+
+def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> dict:
+    """Run (a)-(d) and return the report (the JSON line's keys)."""
+    from ingest.java import check_java
+    from ingest.spark import build_session, jvm_pid, stop_session
+
+    check_java()
+    work = Path(tempfile.mkdtemp(prefix="slidewin-bench-"))
+    try:
+        progress(f"generating {opts.events:,} events as {opts.format} files in {work}")
+        table = make_events(opts.events, datetime.now(UTC) - timedelta(minutes=5), 10_000)
+        _write_landing(table, work / "e2e", opts)
+        report: dict = {"events": opts.events, "format": opts.format, "master": opts.master}
+        with fresh_store(dsn, opts.partitions) as store:
+            report["copy_limit_rows_per_s"] = round(
+                copy_limit(store, with_partitions(table, opts.partitions), opts.rows_per_file)
+            )
+        progress(f"(a) COPY limit: {report['copy_limit_rows_per_s']:,} rows/s")
+        del table
+        started = time.perf_counter()
+        spark = build_session(opts.master)
+        report["spark_startup_s"] = round(time.perf_counter() - started, 2)
+        try:
+            with RssSampler(jvm_pid(spark)) as rss:
+                _measure_stream(spark, dsn, work, opts, report, progress)
+            report["driver_rss_mb"] = round(rss.peak / 2**20)
+        finally:
+            stop_session(spark)
+        copy_rate = report["copy_limit_rows_per_s"]
+        report["ratio"] = round(report["ingest_events_per_s"] / copy_rate, 3) if copy_rate else None
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_landing(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
+    folder.mkdir(parents=True)
+    base = time.time() - 3600
+    for i, offset in enumerate(range(0, table.num_rows, opts.rows_per_file)):
+        path = write_file(
+            table.slice(offset, opts.rows_per_file), folder, f"part-{i:05d}", opts.format
+        )
+        os.utime(path, (base + i, base + i))
+
+
+def _measure_stream(spark, dsn, work, opts, report, progress) -> None:  # noqa: ANN001
+    with fresh_store(dsn, opts.partitions) as store:
+        config = ingest_config(work, "e2e", opts, once=True)
+        rate, batches, seconds = end_to_end(spark, store, config, progress)
+        report.update(
+            ingest_events_per_s=round(rate),
+            ingest_batches=batches,
+            ingest_seconds=round(seconds, 2),
+        )
+    progress(f"(b) end to end: {report['ingest_events_per_s']:,} events/s, {batches} batches")
+    with fresh_store(dsn, opts.partitions) as store:
+        config = replace(
+            ingest_config(work, "fresh", opts),
+            trigger=opts.trigger,
+            max_future=timedelta(minutes=1),
+            grace=timedelta(minutes=10),
+        )
+        delays = freshness(spark, store, config, opts)
+    report["freshness_p95_s"] = round(p95(delays), 3) if delays else None
+    report["freshness_median_s"] = round(statistics.median(delays), 3) if delays else None
+    report["freshness_files"] = len(delays)
+    progress(f"(c) freshness p95 {report['freshness_p95_s']} s over {len(delays)} files")
+
+
+__all__ = ["BatchResult", "BenchOptions", "run_bench"]
