@@ -21,12 +21,14 @@ from jobs.bench import RetentionBenchSpec, run_retention_bench
 @click.option("--history", type=DURATION, default="10s", show_default=True,
               help="Retention history (0 for none: then give --max-rows).")
 @click.option("--max-rows", type=COUNT, default=None, help="Global row target (e.g. 300k).")
-@click.option("--chunk", type=COUNT, default="1000", show_default=True,
+@click.option("--chunk", type=COUNT, default="2000", show_default=True,
               help="Rows per nibble (per partition per round).")
 @click.option("--yield", "yield_", type=YIELD, default="100ms", show_default=True,
               help="Pause after a round that filled no chunk.")
 @click.option("--partitions", type=click.IntRange(1, 1024), default=8, show_default=True,
               help="Partitions of the benchmark store.")
+@click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True,
+              help="Partitions the retention job nibbles at once.")
 @click.option("--batch-ms", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="One COPY every this many milliseconds.")
 @click.option("--keep", is_flag=True, help="Keep the benchmark database instead of dropping it.")
@@ -34,7 +36,8 @@ from jobs.bench import RetentionBenchSpec, run_retention_bench
 @pass_app
 def bench_retention(
     app: AppContext, rate: int, seconds: timedelta, history: timedelta, max_rows: int | None,
-    chunk: int, yield_: timedelta, partitions: int, batch_ms: int, keep: bool, as_json: bool,
+    chunk: int, yield_: timedelta, partitions: int, workers: int, batch_ms: int, keep: bool,
+    as_json: bool,
 ) -> None:
     """Insert at a steady rate while the retention job runs; report lag, delete time, bloat.
 
@@ -49,7 +52,8 @@ def bench_retention(
     """
     spec = RetentionBenchSpec(
         rate=rate, seconds=seconds.total_seconds(), history=history or None, max_rows=max_rows,
-        chunk=chunk, yield_=yield_, partitions=partitions, batch_ms=batch_ms, keep=keep,
+        chunk=chunk, yield_=yield_, partitions=partitions, workers=workers, batch_ms=batch_ms,
+        keep=keep,
     )
     result = run_retention_bench(app.dsn, spec, app.progress)
     click.echo(

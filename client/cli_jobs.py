@@ -19,7 +19,7 @@ from client.context import AppContext, emit_json, pass_app
 from client.params import COUNT, DURATION, DurationType
 from jobs import scheduler as sched
 from jobs import store
-from jobs.config import DEFAULT_NAME, SPLITS, RetentionPolicy
+from jobs.config import DEFAULT_NAME, MAX_WORKERS, SPLITS, RetentionPolicy
 from jobs.status import JobStatus, all_status
 
 
@@ -113,11 +113,13 @@ def jobs_add() -> None:
 @click.option("--split", type=click.Choice(SPLITS), default="global", show_default=True,
               help="How --max-rows becomes per-partition targets: 'global' keeps the newest "
               "N rows overall; 'even' gives each partition N/partitions (VoltDB).")
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=1, show_default=True,
+              help="Partitions nibbled at once in a round (each worker has its own connection).")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored job as JSON.")
 @pass_app
 def add_retention(
     app: AppContext, name: str, history: timedelta | None, max_rows: int | None, chunk: int,
-    yield_: timedelta, split: str, as_json: bool,
+    yield_: timedelta, split: str, workers: int, as_json: bool,
 ) -> None:
     """Schedule retention: nibble every partition to the history and/or row limit.
 
@@ -129,7 +131,9 @@ def add_retention(
       slidewin jobs add retention --history 30s
       slidewin jobs add retention --max-rows 2M --chunk 500 --yield 50ms
     """
-    policy = RetentionPolicy(history, max_rows, chunk, yield_, split)  # type: ignore[arg-type]
+    policy = RetentionPolicy(
+        history, max_rows, chunk, yield_, split, workers  # type: ignore[arg-type]
+    )
     info = store.add_retention(app.dsn, policy, name)
     _added(app, info, policy.describe(), as_json)
 

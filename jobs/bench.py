@@ -55,9 +55,10 @@ class RetentionBenchSpec:
     seconds: float = 60.0
     history: timedelta | None = timedelta(seconds=10)
     max_rows: int | None = None
-    chunk: int = 1000
+    chunk: int = 2000
     yield_: timedelta = timedelta(milliseconds=100)
     partitions: int = 8
+    workers: int = 2
     batch_ms: int = 20
     keep: bool = False
 
@@ -71,7 +72,8 @@ class RetentionBenchSpec:
         self.policy()  # validates history / max-rows / chunk / yield
 
     def policy(self) -> RetentionPolicy:
-        return RetentionPolicy(self.history, self.max_rows, self.chunk, self.yield_)
+        return RetentionPolicy(self.history, self.max_rows, self.chunk, self.yield_,
+                               workers=self.workers)
 
 
 # -- the inserter (a separate process) -------------------------------------------------------

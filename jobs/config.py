@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from jobs.errors import PolicyError
 
-MAX_CHUNK = 1_000_000  # slidewin.check_chunk's upper bound
+MAX_CHUNK = 1_000_000
+MAX_WORKERS = 16  # slidewin.check_chunk's upper bound
 MAX_YIELD = timedelta(hours=1)  # slidewin.retention_settings.yield_ms bound
 SPLITS = ("global", "even")
 DEFAULT_NAME = "default"  # the policy the ingest reads for its ``expired`` rule
@@ -30,6 +31,8 @@ class RetentionPolicy:
     ``split`` says how a global ``max_rows`` becomes per-partition targets: ``global`` keeps the
     newest ``max_rows`` rows of the whole store (to within one second, from the rollups), ``even``
     gives each partition ``max_rows / partitions`` as VoltDB does.
+    ``workers`` is how many partitions a round nibbles at once (VoltDB runs a run-everywhere
+    procedure on every partition in parallel); 1 nibbles them one after another.
     """
 
     history: timedelta | None = None
@@ -37,6 +40,7 @@ class RetentionPolicy:
     chunk: int = 100
     yield_: timedelta = timedelta(milliseconds=100)
     split: Split = "global"
+    workers: int = 1
 
     def __post_init__(self) -> None:
         _check_history(self.history)
@@ -50,6 +54,13 @@ class RetentionPolicy:
         _check_yield(self.yield_)
         if self.split not in SPLITS:
             raise PolicyError(f"split {self.split!r} is not one of {', '.join(SPLITS)}")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or not (
+            1 <= self.workers <= MAX_WORKERS
+        ):
+            raise PolicyError(
+                f"--workers {self.workers!r} must be from 1 to {MAX_WORKERS}: partitions "
+                "nibbled at once; use 1, or 2 on a busy machine"
+            )
 
     @property
     def history_limit(self) -> timedelta | None:
@@ -70,6 +81,7 @@ class RetentionPolicy:
             "chunk": self.chunk,
             "yield_ms": round(self.yield_.total_seconds() * 1000, 3),
             "split": self.split,
+            "workers": self.workers,
         }
 
     @classmethod
@@ -81,6 +93,7 @@ class RetentionPolicy:
             chunk=int(values.get("chunk", 100)),
             yield_=timedelta(milliseconds=float(values.get("yield_ms", 100))),
             split=values.get("split", "global"),
+            workers=int(values.get("workers", 1)),
         )
 
     def describe(self) -> str:
@@ -92,6 +105,8 @@ class RetentionPolicy:
             parts.append(f"max-rows {self.row_limit} ({self.split} split)")
         parts.append(f"chunk {self.chunk}")
         parts.append(f"yield {self.yield_.total_seconds() * 1000:g}ms")
+        if self.workers > 1:
+            parts.append(f"{self.workers} workers")
         return ", ".join(parts)
 
 

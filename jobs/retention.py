@@ -25,16 +25,19 @@ retained window is hot in memory, where 1.1 is the honest figure, and the TID sc
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from threading import Event
+from typing import TypeVar
 
 import psycopg
 
-from db.connect import procedure_errors
+from db.connect import connect, procedure_errors
 from db.retention import nibble, partition_keys
 from jobs.config import RetentionPolicy
 from jobs.errors import ConnectionModeError
@@ -45,6 +48,7 @@ SESSION_SETTINGS = (("random_page_cost", "1.1"), ("jit", "off"))
 _prepared: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -85,14 +89,54 @@ class CatchUpResult:
         return sum(self.deleted.values())
 
 
+class NibblePool:
+    """Worker threads, each with its own autocommit connection, to nibble several partitions of
+    a round at once (``policy.workers``). The round's lock stays on the caller's connection, so
+    rounds are still single-flight; within a round each partition is nibbled by one worker."""
+
+    def __init__(self, dsn: str, workers: int) -> None:
+        self.workers = workers
+        self._dsn = dsn
+        self._local = threading.local()
+        self._conns: list[psycopg.Connection] = []
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="nibble")
+
+    def map(self, fn: Callable[[psycopg.Connection, int], T], parts: list[int]) -> list[T]:
+        return list(self._executor.map(lambda part: fn(self._conn(), part), parts))
+
+    def _conn(self) -> psycopg.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = connect(self._dsn, autocommit=True)
+            prepare_session(conn)
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+
+
 def run_round(
-    conn: psycopg.Connection, policy: RetentionPolicy, now: datetime, *, wait: bool = False
+    conn: psycopg.Connection,
+    policy: RetentionPolicy,
+    now: datetime,
+    *,
+    wait: bool = False,
+    pool: NibblePool | None = None,
 ) -> RoundResult:
     """One round over every partition, under the retention lock.
 
     ``conn`` must be in autocommit mode. ``now`` is the clock (UTC-aware): rows older than
     ``now - history`` go. With ``wait=False`` a round that finds the lock held returns at once
-    with ``skipped=True``; with ``wait=True`` it waits for the lock.
+    with ``skipped=True``; with ``wait=True`` it waits for the lock. With a ``pool`` the
+    partitions are nibbled by its workers, several at once; without, one after another.
     """
     _check_conn(conn)
     _check_now(now)
@@ -100,7 +144,7 @@ def run_round(
     if not _acquire(conn, wait):
         return RoundResult(now=now, deleted={}, targets=None, filled=False, skipped=True)
     try:
-        return _nibble_all(conn, policy, now)
+        return _nibble_all(conn, policy, now, pool)
     finally:
         _release(conn)
 
@@ -114,6 +158,7 @@ def run_until_caught_up(
     max_rounds: int = 1000,
     wait: bool = False,
     on_round: Callable[[RoundResult], None] | None = None,
+    pool: NibblePool | None = None,
 ) -> CatchUpResult:
     """Run rounds back to back while any partition fills its chunk; then return.
 
@@ -127,7 +172,7 @@ def run_until_caught_up(
     last: RoundResult | None = None
     rounds = 0
     while rounds < max_rounds and not (stop is not None and stop.is_set()):
-        last = run_round(conn, policy, clock(), wait=wait)
+        last = run_round(conn, policy, clock(), wait=wait, pool=pool)
         rounds += 1
         _add(totals, last.deleted)
         if on_round is not None:
@@ -159,18 +204,23 @@ def row_targets(
     return {int(part): int(target) for part, target in rows}
 
 
-def _nibble_all(conn: psycopg.Connection, policy: RetentionPolicy, now: datetime) -> RoundResult:
+def _nibble_all(
+    conn: psycopg.Connection, policy: RetentionPolicy, now: datetime, pool: NibblePool | None
+) -> RoundResult:
     limit = policy.row_limit
     targets = row_targets(conn, limit, policy.split) if limit else None
     keys = sorted(targets) if targets is not None else partition_keys(conn)
     cutoff = now - policy.history_limit if policy.history_limit else None
-    deleted: dict[int, int] = {}
-    timings: dict[int, float] = {}
-    for part in keys:
+
+    def one(c: psycopg.Connection, part: int) -> tuple[int, int, float]:
         started = time.perf_counter()
         target = targets[part] if targets is not None else None
-        deleted[part] = nibble(conn, part, cutoff, target, policy.chunk)
-        timings[part] = (time.perf_counter() - started) * 1000.0
+        n = nibble(c, part, cutoff, target, policy.chunk)
+        return part, n, (time.perf_counter() - started) * 1000.0
+
+    done = pool.map(one, keys) if pool is not None else [one(conn, p) for p in keys]
+    deleted = {part: n for part, n, _ in done}
+    timings = {part: ms for part, _, ms in done}
     filled = any(n >= policy.chunk for n in deleted.values())
     return RoundResult(now, deleted, targets, filled, False, timings)
 

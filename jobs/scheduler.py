@@ -9,7 +9,7 @@ Scheduling: a retention job fires every ``yield`` (IntervalTrigger, one instance
 missed runs coalesced). Each run calls ``run_until_caught_up``: back-to-back rounds while any
 partition fills its chunk, then it returns and the next run comes ``yield`` after the previous
 one started (so the pause is at most ``yield``). Stopping sets the flag the rounds check, so
-shutdown waits for one round at most.
+shutdown waits for one round at most (and for a vacuum pass in progress).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from db.connect import connect
 from db.errors import SlidewinError
 from jobs.config import RetentionPolicy
 from jobs.errors import JobError
-from jobs.retention import CatchUpResult, RoundResult, run_until_caught_up
+from jobs.retention import CatchUpResult, NibblePool, RoundResult, run_until_caught_up
 from jobs.runs import JobRun, record_run
 from jobs.status import no_jit, retention_lag
 from jobs.store import JOB_DEFAULTS, Scheduler, check_schema, make_engine, make_jobstore
-from jobs.vacuum import vacuum_due
+from jobs.vacuum import BackgroundVacuum
 
 MAX_ROUNDS = 500  # rounds per run, so one run stays bounded and gets recorded
 VACUUM_EVERY_S = 1.0  # check for partitions due a vacuum this often during long catch-ups
@@ -51,6 +51,25 @@ class Runtime:
     local: threading.local = field(default_factory=threading.local)
     opened: list[psycopg.Connection] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    pools: dict[tuple[str, int], NibblePool] = field(default_factory=dict)
+    vacuums: list[BackgroundVacuum] = field(default_factory=list)
+
+    def vacuum(self) -> BackgroundVacuum:
+        """The one background vacuumer of this scheduler (started on first use)."""
+        with self.lock:
+            if not self.vacuums:
+                self.vacuums.append(BackgroundVacuum(self.dsn))
+            return self.vacuums[0]
+
+    def pool(self, job: str, workers: int) -> NibblePool | None:
+        """The job's nibble workers (None for one worker: the job's own connection does it)."""
+        if workers <= 1:
+            return None
+        with self.lock:
+            key = (job, workers)
+            if key not in self.pools:
+                self.pools[key] = NibblePool(self.dsn, workers)
+            return self.pools[key]
 
     def connection(self) -> psycopg.Connection:
         conn = getattr(self.local, "conn", None)
@@ -70,6 +89,12 @@ class Runtime:
 
     def close(self) -> None:
         with self.lock:
+            for vacuum in self.vacuums:
+                vacuum.close()
+            self.vacuums.clear()
+            for pool in self.pools.values():
+                pool.close()
+            self.pools.clear()
             for conn in self.opened:
                 conn.close()
             self.opened.clear()
@@ -127,31 +152,25 @@ def _record_failure(rt: Runtime, run: JobRun) -> None:
 
 def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: RetentionPolicy) -> None:
     started = datetime.now(UTC)
-    last_vacuum = [time.monotonic()]
-    vacuumed: list[str] = []
-
-    vacuum_ms = [0.0]
-
-    def vacuum() -> None:
-        began = time.monotonic()
-        vacuumed.extend(vacuum_due(conn))
-        last_vacuum[0] = time.monotonic()
-        vacuum_ms[0] += (last_vacuum[0] - began) * 1000.0
+    vacuum = rt.vacuum()
+    last_nudge = [time.monotonic()]
 
     def on_round(result: RoundResult) -> None:
         if rt.on_round is not None:
             rt.on_round(result)
-        if time.monotonic() - last_vacuum[0] >= VACUUM_EVERY_S:
-            vacuum()
+        if time.monotonic() - last_nudge[0] >= VACUUM_EVERY_S:
+            vacuum.nudge()
+            last_nudge[0] = time.monotonic()
 
     result = run_until_caught_up(
-        conn, policy, None, stop=rt.stop, max_rounds=MAX_ROUNDS, on_round=on_round
+        conn, policy, None, stop=rt.stop, max_rounds=MAX_ROUNDS, on_round=on_round,
+        pool=rt.pool(name, policy.workers),
     )
     if not result.skipped:
-        vacuum()
+        vacuum.nudge()
+    vacuumed, vacuum_ms = vacuum.drain()
     finished = datetime.now(UTC)
-    run = _retention_run(name, started, finished, result, vacuumed, vacuum_ms[0])
-    record_run(conn, run)
+    record_run(conn, _retention_run(name, started, finished, result, vacuumed, vacuum_ms))
     if result.total or vacuumed:
         rt.report(_round_line(name, result, finished - started, vacuumed))
 

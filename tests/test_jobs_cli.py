@@ -50,7 +50,8 @@ def test_add_list_pause_resume_remove(cli_dsn):
     assert added.exit_code == 0, added.output
     job = json.loads(added.stdout.splitlines()[-1])
     assert job["kwargs"] == {"name": "default", "history_s": 30.0, "max_rows": 1_000_000,
-                             "chunk": 250, "yield_ms": 50.0, "split": "global"}
+                             "chunk": 250, "yield_ms": 50.0, "split": "global",
+                             "workers": 1}
     assert invoke(cli_dsn, "jobs", "add", "refresh", "--every", "30s").exit_code == 0
     listed = json.loads(invoke(cli_dsn, "jobs", "list", "--json").stdout)["jobs"]
     assert [(j["name"], j["kind"]) for j in listed] == [("default", "retention"),

@@ -28,6 +28,7 @@ S = timedelta(seconds=1)
         ({"history": 30 * S, "yield_": -S}, "--yield"),
         ({"history": 30 * S, "yield_": timedelta(hours=2)}, "--yield"),
         ({"history": 30 * S, "split": "odd"}, "split 'odd'"),
+        ({"history": 30 * S, "workers": 0}, "--workers 0 must be from 1 to 16"),
     ],
 )
 def test_bad_policies_are_refused_naming_the_option(kwargs, message):

@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 from db.events import Event, copy_events
 from jobs.config import RetentionPolicy
 from jobs.errors import ConnectionModeError
-from jobs.retention import LOCK_NAME, RoundResult, row_targets, run_round, run_until_caught_up
+from jobs.retention import (
+    LOCK_NAME,
+    NibblePool,
+    RoundResult,
+    row_targets,
+    run_round,
+    run_until_caught_up,
+)
 from tests import jobs_fixtures
 from tests.invariants import assert_rollups_exact
 from tests.jobs_fixtures import at, events, load, oldest, rows_by_part, total_rows
@@ -171,21 +178,31 @@ def test_retention_holds_while_rows_are_inserted_concurrently(jconn, jobs_store_
     assert total_rows(jconn) + deleted == inserted[0]  # each row counted once
 
 
-@pytest.mark.parametrize("wait", [True, False])
-def test_concurrent_callers_never_double_delete_or_overshoot(jconn, jobs_store_dsn, wait):
+@pytest.mark.parametrize(("wait", "workers"), [(True, 1), (False, 1), (True, 3)])
+def test_concurrent_callers_never_double_delete_or_overshoot(
+    jconn, jobs_store_dsn, wait, workers
+):
     load(jconn, events(0, 20, 40), PARTS)  # 800 rows
-    policy = RetentionPolicy(history=15 * S, max_rows=300, chunk=9)
+    policy = RetentionPolicy(history=15 * S, max_rows=300, chunk=9, workers=workers)
     counts: list[int] = []
     lock = threading.Lock()
 
     def worker() -> None:
+        pool = NibblePool(jobs_store_dsn, workers) if workers > 1 else None
         with psycopg.connect(jobs_store_dsn, autocommit=True) as c:
-            for _ in range(60):
-                got = run_until_caught_up(c, policy, at(20), wait=wait)
-                with lock:
-                    counts.append(got.total)
-                if got.caught_up:
-                    return
+            try:
+                caller(c, pool)
+            finally:
+                if pool is not None:
+                    pool.close()
+
+    def caller(c: psycopg.Connection, pool: NibblePool | None) -> None:
+        for _ in range(60):
+            got = run_until_caught_up(c, policy, at(20), wait=wait, pool=pool)
+            with lock:
+                counts.append(got.total)
+            if got.caught_up:
+                return
 
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
