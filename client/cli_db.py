@@ -99,7 +99,7 @@ def db_start(app: AppContext) -> None:
     Example:
       slidewin db start && psql "$(slidewin db url)"
     """
-    _refuse_with_dsn("start")
+    _refuse_with_dsn(app, "start")
     dsn = ensure_embedded(app.data_dir, keep=True)
     app.progress(f"embedded PostgreSQL running in {embedded.pgdata(app.data_dir)}")
     click.echo(dsn)
@@ -114,7 +114,7 @@ def db_stop(app: AppContext) -> None:
     Example:
       slidewin db stop
     """
-    _refuse_with_dsn("stop")
+    _refuse_with_dsn(app, "stop")
     stopped = embedded.stop_embedded(app.data_dir)
     app.progress(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}")
 
@@ -131,8 +131,8 @@ def db_url(app: AppContext) -> None:
     click.echo(redact(app.dsn))
 
 
-def _refuse_with_dsn(verb: str) -> None:
-    if configured_dsn():
+def _refuse_with_dsn(app: AppContext, verb: str) -> None:
+    if configured_dsn(app.dsn_option):
         from db.errors import ConfigError
 
         raise ConfigError(

@@ -22,20 +22,25 @@ DSN_VARIABLES = ("SLIDEWIN_DSN", "DATABASE_URL")
 def configured_dsn(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """The DSN the user asked for, or None when the embedded server should be used."""
     env = os.environ if env is None else env
-    for candidate in (explicit, *(env.get(name) for name in DSN_VARIABLES)):
+    # click fills --dsn from SLIDEWIN_DSN too: name the variable when that is where it came from
+    from_env = bool(explicit) and explicit == env.get("SLIDEWIN_DSN")
+    explicit_source = "SLIDEWIN_DSN" if from_env else "--dsn"
+    sources = ((explicit_source, explicit), *((name, env.get(name)) for name in DSN_VARIABLES))
+    for source, candidate in sources:
         if candidate:
-            check_dsn(candidate)
+            check_dsn(candidate, source)
             return candidate
     return None
 
 
-def check_dsn(dsn: str) -> None:
-    """Raise ConfigError unless libpq can parse ``dsn``."""
+def check_dsn(dsn: str, source: str = "--dsn") -> None:
+    """Raise ConfigError, naming ``source``, unless libpq can parse ``dsn``."""
     try:
         conninfo_to_dict(dsn)
     except Exception as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
         raise ConfigError(
-            f"--dsn {redact(dsn)!r} is not a PostgreSQL connection string ({exc}); "
+            f"{source} {redact(dsn)!r} is not a PostgreSQL connection string ({reason}); "
             "use e.g. postgresql://user@127.0.0.1:5432/dbname"
         ) from None
 

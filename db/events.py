@@ -47,23 +47,30 @@ def copy_events(conn: psycopg.Connection, events: Iterable[Event], partitions: i
 def insert_events(conn: psycopg.Connection, events: Iterable[Event], partitions: int) -> int:
     """Insert events, skipping any (uuid, ts) already stored. Returns rows really inserted.
 
-    Runs in one transaction (a savepoint inside the caller's): the staging table is ON COMMIT
-    DELETE ROWS, so on an autocommit connection the COPY's own commit would empty it first.
+    On an autocommit connection it runs in a transaction of its own: the staging table is ON
+    COMMIT DELETE ROWS, so the COPY's own commit would otherwise empty it before the INSERT.
+    Otherwise it joins the caller's transaction (which the caller commits or rolls back).
     """
-    with conn.transaction():
-        cur = conn.cursor()
-        cur.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS slidewin_staging "
-            "(part smallint, uuid text, val bigint, ts timestamptz) ON COMMIT DELETE ROWS"
-        )
-        with cur.copy("COPY slidewin_staging (part, uuid, val, ts) FROM STDIN") as copy:
-            for ev in events:
-                copy.write_row((partition_of(ev.uuid, partitions), ev.uuid, ev.val, ev.ts))
-        cur.execute(
-            "INSERT INTO slidewin.events (part, uuid, val, ts) "
-            "SELECT DISTINCT ON (part, ts, uuid) part, uuid, val, ts FROM slidewin_staging "
-            "ORDER BY part, ts, uuid ON CONFLICT DO NOTHING"
-        )
-        inserted = cur.rowcount
-        cur.execute("TRUNCATE slidewin_staging")
+    if conn.autocommit:
+        with conn.transaction():
+            return _insert_events(conn, events, partitions)
+    return _insert_events(conn, events, partitions)
+
+
+def _insert_events(conn: psycopg.Connection, events: Iterable[Event], partitions: int) -> int:
+    cur = conn.cursor()
+    cur.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS slidewin_staging "
+        "(part smallint, uuid text, val bigint, ts timestamptz) ON COMMIT DELETE ROWS"
+    )
+    with cur.copy("COPY slidewin_staging (part, uuid, val, ts) FROM STDIN") as copy:
+        for ev in events:
+            copy.write_row((partition_of(ev.uuid, partitions), ev.uuid, ev.val, ev.ts))
+    cur.execute(
+        "INSERT INTO slidewin.events (part, uuid, val, ts) "
+        "SELECT DISTINCT ON (part, ts, uuid) part, uuid, val, ts FROM slidewin_staging "
+        "ORDER BY part, ts, uuid ON CONFLICT DO NOTHING"
+    )
+    inserted = cur.rowcount
+    cur.execute("TRUNCATE slidewin_staging")
     return inserted
