@@ -1,0 +1,91 @@
+"""The query benchmark on a tiny size: the figures are all there and sane (no timing thresholds:
+a benchmark reports, it doesn't assert), and its database is gone afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from client.cli import cli
+from db.bench_queries import QueryBenchSpec, copy_chunks, percentile, run_query_bench
+from db.errors import ConfigError
+from tests.conftest import T0
+
+TINY = QueryBenchSpec(rows=20_000, seconds=4, partitions=4, repeat=5, naive_repeat=2,
+                      nibbles=8, nibble_chunk=1000, copy_rows=4_000, copy_rounds=1,
+                      chunk_rows=5_000)
+REQUIRED = ["rows", "avg30_rollup_ms_p50", "avg30_naive_ms_p50", "speedup_avg30", "max_ms_p50",
+            "nibble1000_ms_p99", "load_rows_per_s", "copy_rows_per_s_pk",
+            "copy_rows_per_s_no_index", "copy_rows_per_s_pk_plus_val_index",
+            *(f"avg{s}_{how}_ms_p50" for s in (1, 5, 10, 30) for how in ("rollup", "naive"))]
+
+
+def _bench_databases(admin_dsn: str) -> list[str]:
+    with psycopg.connect(admin_dsn) as conn:
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'slidewin\\_bench\\_%'"
+        ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def test_tiny_run_has_every_figure_and_cleans_up(pg_admin_dsn):
+    before = _bench_databases(pg_admin_dsn)
+    messages: list[str] = []
+    result = run_query_bench(pg_admin_dsn, TINY, messages.append)
+    for key in REQUIRED:
+        assert key in result, key
+        assert result[key] > 0, (key, result[key])
+    assert result["rows"] == result["rows_stored"] == 20_000
+    assert result["answers_match"] is True
+    assert result["speedup_avg30"] == pytest.approx(
+        result["avg30_naive_ms_p50"] / result["avg30_rollup_ms_p50"], rel=0.01)
+    assert result["nibble_rows_deleted"] == 8 * 1000  # 5,000 rows a partition: every call full
+    assert result["nibble_rows_per_call_min"] == 1000
+    for key in ("avg30_rollup", "avg30_naive", "nibble1000"):
+        assert result[f"{key}_ms_p99"] >= result[f"{key}_ms_p50"]
+    json.dumps(result)  # the --json line must serialise
+    assert any("dropped" in m for m in messages)
+    assert _bench_databases(pg_admin_dsn) == before
+
+
+def test_cli_json_last_line(pg_admin_dsn):
+    result = CliRunner().invoke(cli, [
+        "--dsn", pg_admin_dsn, "bench", "queries", "--rows", "8k", "--seconds", "2",
+        "--partitions", "2", "--repeat", "3", "--naive-repeat", "1", "--nibbles", "2",
+        "--copy-rows", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    body = json.loads(lines[-1])
+    assert body["rows"] == 8000 and body["partitions"] == 2
+    assert "copy_rows_per_s_pk" not in body  # --copy-rows 0 skips the index comparison
+    assert any(line.lstrip().startswith("30 s") for line in lines[:-1])  # the table, before it
+    assert "loaded" in result.stderr  # progress on stderr only
+
+
+@pytest.mark.parametrize(("field", "value", "option"), [
+    ("rows", 0, "--rows"), ("seconds", 0, "--seconds"), ("partitions", 0, "--partitions"),
+    ("repeat", 0, "--repeat"), ("nibble_chunk", 0, "--nibble-chunk"),
+    ("partitions", 2000, "--partitions"),
+])
+def test_spec_refuses_bad_values_naming_the_option(field, value, option):
+    with pytest.raises(ConfigError, match=f"{option} must be at .* {value}"):
+        QueryBenchSpec(**{field: value})
+
+
+def test_generated_rows_are_spread_evenly_and_unique():
+    chunks = list(copy_chunks(1000, 4, T0, 3, 300, seed=1))
+    lines = b"".join(chunks).decode().splitlines()
+    assert len(lines) == 1000 and [len(c.splitlines()) for c in chunks] == [300, 300, 300, 100]
+    keys = {(f[1], f[3]) for f in (line.split("\t") for line in lines)}
+    assert len(keys) == 1000  # (uuid, ts) unique: COPY would abort on a duplicate
+    seconds = [line.split("\t")[3][:19] for line in lines]
+    assert [seconds.count(s) for s in sorted(set(seconds))] == [250, 250, 250, 250]
+
+
+def test_percentile_is_nearest_rank():
+    samples = [float(i) for i in range(1, 101)]
+    assert (percentile(samples, 50), percentile(samples, 99), percentile([3.0], 99)) == (
+        50.0, 99.0, 3.0)
