@@ -41,7 +41,7 @@ def test_tiny_run_has_every_figure_and_cleans_up(pg_admin_dsn):
     assert result["rows"] == result["rows_stored"] == 20_000
     assert result["answers_match"] is True
     assert result["speedup_avg30"] == pytest.approx(
-        result["avg30_naive_ms_p50"] / result["avg30_rollup_ms_p50"], rel=0.01)
+        result["avg30_naive_ms_p50"] / result["avg30_rollup_ms_p50"], rel=0.01, abs=0.051)
     assert result["nibble_rows_deleted"] == 8 * 1000  # 5,000 rows a partition: every call full
     assert result["nibble_rows_per_call_min"] == 1000
     for key in ("avg30_rollup", "avg30_naive", "nibble1000"):

@@ -9,8 +9,11 @@
 --     timestamp ties; the uuid tie-break removes the tie);
 --   * always makes progress when there is work: the oldest row qualifies whenever any row does;
 --   * deterministic: the same state and arguments delete the same rows.
--- Cost: reads at most p_chunk index entries and the partition's rollup rows, never the table.
--- The row count comes from slidewin.rollups, which are exact (promise 1).
+-- Cost: reads at most p_chunk live index entries and the partition's rollup rows, never the
+-- table. The row count comes from slidewin.rollups, which are exact (promise 1); so does the
+-- oldest second still holding rows, where the index scan starts: the dead entries of earlier
+-- nibbles (kept until VACUUM, and not even skippable while an open snapshot holds back the xmin
+-- horizon) are never walked again, so the cost does not grow with what was deleted before.
 CREATE OR REPLACE FUNCTION slidewin.nibble(
     p_part integer, p_cutoff timestamptz, p_target_rows bigint, p_chunk integer)
 RETURNS bigint
@@ -20,6 +23,7 @@ DECLARE
     v_excess  bigint := 0;
     v_ctids   tid[];
     v_deleted bigint;
+    v_from    timestamptz;
 BEGIN
     PERFORM slidewin.check_partition(p_part);
     PERFORM slidewin.check_chunk(p_chunk);
@@ -35,6 +39,10 @@ BEGIN
         SELECT greatest(coalesce(sum(n), 0) - p_target_rows, 0) INTO v_excess
           FROM slidewin.rollups WHERE part = p_part;
     END IF;
+    SELECT min(sec) INTO v_from FROM slidewin.rollups WHERE part = p_part;
+    IF v_from IS NULL THEN
+        RETURN 0;  -- the partition holds no rows
+    END IF;
 
     -- Oldest p_chunk rows; a row goes if it is within the excess or older than the cutoff. Both
     -- conditions select a prefix of the (ts, uuid) order, so the victims are a prefix too.
@@ -42,10 +50,10 @@ BEGIN
     EXECUTE
         'SELECT array_agg(ctid) FROM ('
         '  SELECT ctid, ts, row_number() OVER (ORDER BY ts, uuid) AS rn'
-        '    FROM (SELECT ctid, ts, uuid FROM slidewin.events WHERE part = $1'
+        '    FROM (SELECT ctid, ts, uuid FROM slidewin.events WHERE part = $1 AND ts >= $5'
         '          ORDER BY ts, uuid LIMIT $2) AS oldest'
         ') AS o WHERE o.rn <= $3 OR o.ts < $4'
-        INTO v_ctids USING p_part::smallint, p_chunk, v_excess, p_cutoff;
+        INTO v_ctids USING p_part::smallint, p_chunk, v_excess, p_cutoff, v_from;
     IF v_ctids IS NULL THEN
         RETURN 0;
     END IF;
