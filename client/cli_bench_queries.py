@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from types import FrameType
+
 import click
 
 from client.cli_bench import bench
@@ -46,7 +49,16 @@ def bench_queries(app: AppContext, as_json: bool, **options: object) -> None:
       slidewin bench queries --rows 20k --seconds 4 --copy-rows 0 --repeat 20
     """
     spec = QueryBenchSpec(**options)  # type: ignore[arg-type]
-    result = run_query_bench(app.dsn, spec, app.progress)
+    # SIGTERM unwinds like Ctrl-C, so the benchmark database is dropped either way
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result = run_query_bench(app.dsn, spec, app.progress)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     click.echo(format_table(result))
     if as_json:
         emit_json(result)
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
