@@ -29,7 +29,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from threading import Event
@@ -103,7 +103,11 @@ class NibblePool:
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="nibble")
 
     def map(self, fn: Callable[[psycopg.Connection, int], T], parts: list[int]) -> list[T]:
-        return list(self._executor.map(lambda part: fn(self._conn(), part), parts))
+        """``fn(conn, part)`` for every part; waits for all of them even when one fails, so
+        no nibble of this round is still running once the round releases its lock."""
+        futures = [self._executor.submit(lambda p=part: fn(self._conn(), p)) for part in parts]
+        wait(futures)
+        return [f.result() for f in futures]
 
     def _conn(self) -> psycopg.Connection:
         conn = getattr(self._local, "conn", None)
