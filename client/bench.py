@@ -8,11 +8,14 @@
    VoltDB's default -- max polled every 10 ms). The ingest rate is measured between its first
    and last batch lines (Spark's start-up and first, JIT-heavy batch excluded): rows of batches
    2..n over the time from batch 1's line to batch n's. Runs alternate with/without so drift on
-   a shared machine hits both; overhead = 1 - median(with) / median(without), in percent.
+   a shared machine hits both; overhead = median over pairs of 1 - with / without, in percent.
+   Because a shared machine's noise can exceed the effect, the CPU the watchers used (their
+   threads and their server backends) is also reported as a share of the ingest's CPU.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import statistics
@@ -98,21 +101,52 @@ def drop_database(admin_dsn: str, name: str) -> None:
             sql.Identifier(name)))
 
 
+def proc_cpu_s(pid: int) -> float | None:
+    """utime + stime of a local process in seconds (Linux /proc), None when unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu_s(pgid: int) -> dict[int, float]:
+    """CPU seconds of every live process of group ``pgid`` (the ingest and its JVM)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) != pgid:
+                    continue
+            except OSError:
+                continue
+            cpu = proc_cpu_s(int(entry.name))
+            if cpu is not None:
+                found[int(entry.name)] = cpu
+    return found
+
+
 class Watchers:
-    """The reporter, max tracker and freshness poller, running against ``dsn`` in threads."""
+    """The reporter, max tracker and freshness poller, running against ``dsn`` in threads.
+
+    ``cpu_s`` afterwards: the CPU the watcher threads used (thread_time) plus what their server
+    backends used (read from /proc when the server is local; else the threads only).
+    """
 
     def __init__(self, dsn: str) -> None:
         self.stop = threading.Event()
         self.conns = [connect(dsn, autocommit=True) for _ in range(4)]
-        gen_stats = GeneratorStats()  # nothing generates here: only the ingest writes
+        self.backends = [int(c.info.backend_pid) for c in self.conns]
+        self._backend_cpu0 = [proc_cpu_s(pid) for pid in self.backends]
         fresh = FreshnessTracker()
-        self.reporter = Reporter(self.conns[0], StoreWatch(self.conns[1]), gen_stats, fresh,
-                                 Failures())
+        self.reporter = Reporter(self.conns[0], StoreWatch(self.conns[1]), GeneratorStats(),
+                                 fresh, Failures())
         self.tracker = MaxTracker(self.conns[2], 30)
-        self.fresh, self.polls = fresh, 0
+        self.thread_cpu: list[float] = []
+        self.cpu_s = 0.0
         self.threads = [
             threading.Thread(target=self._loop, args=(1.0, self.reporter.report), daemon=True),
-            threading.Thread(target=self.tracker.run, args=(self.stop,), daemon=True),
+            threading.Thread(target=self._loop, args=(0.01, self.tracker.poll), daemon=True),
             threading.Thread(target=self._loop, args=(0.1, self._fresh_poll), daemon=True),
         ]
 
@@ -121,8 +155,10 @@ class Watchers:
                               "interval '5 seconds'").fetchone()
 
     def _loop(self, interval: float, step: Callable[[], object]) -> None:
+        began = time.thread_time()
         while not self.stop.wait(interval):
             step()
+        self.thread_cpu.append(time.thread_time() - began)
 
     def __enter__(self) -> Watchers:
         for t in self.threads:
@@ -133,13 +169,24 @@ class Watchers:
         self.stop.set()
         for t in self.threads:
             t.join(timeout=10)
+        after = [proc_cpu_s(pid) for pid in self.backends]
+        server = sum(b - a for a, b in zip(self._backend_cpu0, after, strict=True)
+                     if a is not None and b is not None)
+        self.cpu_s = sum(self.thread_cpu) + server
         for c in self.conns:
             c.close()
 
 
+@dataclass(frozen=True)
+class IngestRun:
+    rate: float  # rows/s between the first and the last batch line
+    ingest_cpu_s: float  # CPU of the ingest process group (python + JVM)
+    watcher_cpu_s: float  # CPU of the watchers (threads + their server backends); 0 without
+
+
 def ingest_rate(dsn: str, source: Path, work: Path, files_per_batch: int,
-                watch: bool, progress: Progress) -> float:
-    """Rows/s of one ``slidewin ingest --once`` over a copy of ``source`` (see module doc)."""
+                watch: bool, progress: Progress) -> IngestRun:
+    """One ``slidewin ingest --once`` over a copy of ``source`` (see the module docstring)."""
     landing = work / "landing"
     shutil.copytree(source, landing)
     marks: list[tuple[float, int]] = []
@@ -153,63 +200,78 @@ def ingest_rate(dsn: str, source: Path, work: Path, files_per_batch: int,
                          "--landing", str(landing), "--checkpoint-dir", str(work / "ckpt"),
                          "--processed", "keep", "--query-id", "bench",
                          "--max-files-per-trigger", str(files_per_batch))
-    if watch:
-        with Watchers(dsn):
-            code = _run_child(argv, work, on_line)
+    watchers = Watchers(dsn) if watch else None
+    if watchers is not None:
+        with watchers:
+            code, cpu = _run_child(argv, work, on_line)
     else:
-        code = _run_child(argv, work, on_line)
+        code, cpu = _run_child(argv, work, on_line)
     if code != 0 or len(marks) < 3:
         raise BenchError(
             f"the ingest exited {code} after {len(marks)} batches (3 needed: raise --events); "
             f"see {work / 'ingest.log'}"
         )
-    rows = sum(n for _, n in marks[1:])
-    rate = rows / (marks[-1][0] - marks[0][0])
+    rate = sum(n for _, n in marks[1:]) / (marks[-1][0] - marks[0][0])
+    run = IngestRun(rate, cpu, watchers.cpu_s if watchers else 0.0)
     progress(f"  ingest {'with' if watch else 'without'} watchers: {rate:,.0f} rows/s "
-             f"({len(marks)} batches)")
-    return rate
+             f"({len(marks)} batches), ingest CPU {cpu:.1f} s, watchers CPU "
+             f"{run.watcher_cpu_s:.2f} s")
+    return run
 
 
-def _run_child(argv: list[str], work: Path, on_line: Callable[[str], None]) -> int | None:
+def _run_child(argv: list[str], work: Path, on_line: Callable[[str], None]) -> tuple[int, float]:
+    """Run the ingest to the end; sample its process group's CPU while it runs."""
     child = start_child("ingest", argv, work / "ingest.log", on_line=on_line)
-    child.proc.wait()
-    return child.stop()
+    cpu: dict[int, float] = {}
+    while child.proc.poll() is None:
+        cpu.update(group_cpu_s(child.pgid))
+        time.sleep(0.5)
+    code = child.stop()
+    return (code if code is not None else -1), sum(cpu.values())
 
 
 def reporter_overhead(admin_dsn: str, settings: BenchSettings,
-                      progress: Progress) -> tuple[list[float], list[float]]:
-    """Ingest rates without and with the watchers, alternating."""
-    without: list[float] = []
-    with_: list[float] = []
+                      progress: Progress) -> list[tuple[IngestRun, IngestRun]]:
+    """(without, with) ingest runs, in adjacent pairs, the order alternating per pair."""
+    pairs = []
     with tempfile.TemporaryDirectory(prefix="slidewin-bench-client-") as tmp:
         source = Path(tmp) / "source"
         make_source(source, settings.events, settings.file_events)
         for i in range(settings.ingest_repeats):
+            runs = {}
             for watch in (False, True) if i % 2 == 0 else (True, False):
                 name = f"slidewin_bench_client_{int(time.time())}_{i}_{int(watch)}"
                 dsn = fresh_database(admin_dsn, name)
-                work = Path(tmp) / name
                 try:
-                    rate = ingest_rate(dsn, source, work, settings.files_per_batch, watch,
-                                       progress)
+                    runs[watch] = ingest_rate(dsn, source, Path(tmp) / name,
+                                              settings.files_per_batch, watch, progress)
                 finally:
                     drop_database(admin_dsn, name)
-                (with_ if watch else without).append(rate)
-    return without, with_
+            pairs.append((runs[False], runs[True]))
+    return pairs
 
 
 def summarize(
-    gen: dict[str, list[float]], without: list[float], with_: list[float]
+    gen: dict[str, list[float]], pairs: list[tuple[IngestRun, IngestRun]]
 ) -> dict[str, Any]:
-    base, loaded = statistics.median(without), statistics.median(with_)
+    """Throughput overhead: the median over adjacent pairs of 1 - with/without (pairs share the
+    machine's load of the moment better than all-runs medians). CPU overhead: the watchers' CPU
+    as a share of the ingest's own CPU in the same run -- steadier on a noisy machine."""
+    base = statistics.median(p[0].rate for p in pairs)
+    loaded = statistics.median(p[1].rate for p in pairs)
+    gen_csv = statistics.median(gen["csv"])
     return {
-        "generator_events_per_s": round(statistics.median(gen["csv"])),
+        "generator_events_per_s": round(gen_csv),
         "generator_events_per_s_by_format": {
             k: round(statistics.median(v)) for k, v in gen.items()},
         "ingest_rows_per_s_without_watchers": round(base),
         "ingest_rows_per_s_with_watchers": round(loaded),
-        "reporter_overhead_pct": round((1 - loaded / base) * 100, 2),
-        "generator_vs_ingest": round(statistics.median(gen["csv"]) / base, 1),
-        "runs": {"without": [round(r) for r in without], "with": [round(r) for r in with_]},
+        "reporter_overhead_pct": round(
+            statistics.median((1 - w.rate / wo.rate) * 100 for wo, w in pairs), 2),
+        "reporter_overhead_pct_by_pair": [round((1 - w.rate / wo.rate) * 100, 1)
+                                          for wo, w in pairs],
+        "watcher_cpu_pct_of_ingest_cpu": round(
+            statistics.median(w.watcher_cpu_s / w.ingest_cpu_s * 100 for _, w in pairs), 2),
+        "generator_vs_ingest": round(gen_csv / base, 1),
         "targets": {"generator_events_per_s": ">= 500000", "reporter_overhead_pct": "<= 5"},
     }

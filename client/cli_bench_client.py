@@ -18,7 +18,7 @@ from client.params import COUNT
               help="Generator runs per format (the median is reported).")
 @click.option("--events", type=COUNT, default="200k", show_default=True,
               help="Events ingested in each overhead run (the same files every run).")
-@click.option("--ingest-repeats", type=click.IntRange(1, 10), default=2, show_default=True,
+@click.option("--ingest-repeats", type=click.IntRange(1, 10), default=3, show_default=True,
               help="Pairs of ingest runs (without / with the watchers).")
 @click.option("--skip-ingest", is_flag=True,
               help="Only measure the generator (no Spark, no database needed).")
@@ -49,8 +49,7 @@ def bench_client(app: AppContext, seconds: float, repeats: int, events: int,
         settings = BenchSettings(seconds=seconds, repeats=repeats, events=events,
                                  ingest_repeats=ingest_repeats)
         app.progress(f"ingesting {events} events {2 * ingest_repeats} times...")
-        without, with_ = reporter_overhead(app.dsn, settings, app.progress)
-        result = summarize(gen, without, with_)
+        result = summarize(gen, reporter_overhead(app.dsn, settings, app.progress))
     if as_json:
         emit_json(result)
     else:
