@@ -125,7 +125,8 @@ SELECT k.part,
 """
 
 SIZE_SQL = """
-SELECT coalesce(sum(pg_table_size(i.inhrelid) + pg_indexes_size(i.inhrelid)), 0)::bigint,
+SELECT coalesce(sum(pg_table_size(i.inhrelid)), 0)::bigint,
+       coalesce(sum(pg_indexes_size(i.inhrelid)), 0)::bigint,
        coalesce(sum(s.n_dead_tup), 0)::bigint
   FROM pg_inherits i LEFT JOIN pg_stat_user_tables s ON s.relid = i.inhrelid
  WHERE i.inhparent = 'slidewin.events'::regclass
@@ -140,19 +141,20 @@ class Sample:
     max_age_over_s: float | None
     bytes: int
     dead: int
+    index_bytes: int = 0
 
 
 def take_sample(conn: psycopg.Connection, spec: RetentionBenchSpec, at_s: float) -> Sample:
     now = datetime.now(UTC)
     parts = conn.execute(SAMPLE_SQL, (spec.partitions,)).fetchall()
     targets = row_targets(conn, spec.max_rows) if spec.max_rows else None
-    size, dead = conn.execute(SIZE_SQL).fetchone() or (0, 0)
+    table, index, dead = conn.execute(SIZE_SQL).fetchone() or (0, 0, 0)
     over = [rows - targets.get(part, 0) for part, rows, _ in parts] if targets else None
     history = spec.history
     ages = [(now - oldest - history).total_seconds()
             for _, _, oldest in parts if oldest is not None and history]
     return Sample(at_s, sum(r for _, r, _ in parts), max(over) if over else None,
-                  max(ages) if ages else None, int(size), int(dead))
+                  max(ages) if ages else None, int(table + index), int(dead), int(index))
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -274,6 +276,8 @@ def _figures(spec: RetentionBenchSpec, samples: list[Sample], nibble_ms: list[fl
         "nibble_calls": len(nibble_ms),
         "bytes_first_full_history": first.bytes,
         "bytes_end": last.bytes,
+        "index_bytes_first_full_history": first.index_bytes,
+        "index_bytes_end": last.index_bytes,
         "size_growth_pct": round(100.0 * (last.bytes - first.bytes) / first.bytes, 1)
         if first.bytes else None,
         "dead_tuples_end": last.dead,
