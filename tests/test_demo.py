@@ -118,12 +118,13 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
     assert proc.returncode == 0, f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
 
     # what the user sees
-    assert out.count("Report:") >= 3, out
-    assert "The initial maximum value for the dataset has been set to" in out
+    context = f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+    assert out.count("Report:") >= 3, context
+    assert "The initial maximum value for the dataset has been set to" in out, context
     assert "Final summary" in out and "Rows retained" in out
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["written"] > 10 * RATE and summary["failures"] == 0, summary
-    assert summary["ingested"] > 0 and summary["freshness"]["events"] > 0
+    assert summary["ingested"] > 0 and summary["freshness"]["events"] > 0, context
 
     # retention bounds, measured by the summary while the scheduler still ran
     parts = summary["partitions"]
