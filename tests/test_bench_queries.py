@@ -18,7 +18,8 @@ TINY = QueryBenchSpec(rows=20_000, seconds=4, partitions=4, repeat=5, naive_repe
                       nibbles=8, nibble_chunk=1000, copy_rows=4_000, copy_rounds=1,
                       chunk_rows=5_000)
 REQUIRED = ["rows", "avg30_rollup_ms_p50", "avg30_naive_ms_p50", "speedup_avg30", "max_ms_p50",
-            "nibble1000_ms_p99", "load_rows_per_s", "copy_rows_per_s_pk",
+            "nibble1000_ms_p99", "nibble1000_call_ms_p99", "nibble1000_commit_ms_p99",
+            "load_rows_per_s", "copy_rows_per_s_pk",
             "copy_rows_per_s_no_index", "copy_rows_per_s_pk_plus_val_index",
             *(f"avg{s}_{how}_ms_p50" for s in (1, 5, 10, 30) for how in ("rollup", "naive"))]
 
