@@ -10,7 +10,8 @@ probe), the row target, and table + index bytes.
 Reported (JSON, the last line of ``slidewin bench retention --json``):
   max_overshoot_rows  largest rows - target over partitions and samples (null without --max-rows)
   oldest_age_over_s   largest (now - oldest row) - history over partitions and samples
-  delete_ms_p99       99th percentile of the nibble calls' wall time
+  delete_ms_p99       99th percentile of the wall time of the nibble calls that deleted rows
+                      (the empty ones before the first rows expire would flatter it)
   size_growth_pct     table + index bytes at the end vs the first sample after one full history
 and the achieved insert rate, which on a loaded machine may fall short of the target.
 """
