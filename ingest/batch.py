@@ -51,3 +51,19 @@ def dedup(good: pa.Table) -> pa.Table:
         ],
         schema=GOOD_SCHEMA,
     )
+
+
+def unreadable_file(name: str, path: str, error: str) -> pa.Table:
+    """One ``batch_output``-shaped dead-letter row for a whole file Spark could not read."""
+    return pa.table(
+        {
+            "part": pa.array([None], pa.int16()),
+            "uuid": pa.array([None], pa.string()),
+            "val": pa.array([None], pa.int64()),
+            "ts": pa.array([None], pa.timestamp("us", tz="UTC")),
+            "reason": ["unreadable_file"],
+            "source": [name],
+            "detail": [error],
+            "raw": [path],
+        }
+    )

@@ -213,13 +213,17 @@ def end_to_end(
 # ---------------------------------------------------------------- (c) freshness
 
 
-def freshness(spark: object, dsn: str, config: IngestConfig, opts: BenchOptions) -> list[float]:
+def freshness(
+    spark: object,
+    dsn: str,
+    config: IngestConfig,
+    opts: BenchOptions,
+    progress: Callable[[str], None],
+) -> list[float]:
     """Seconds from each file's rename to its event second showing in the rollups."""
     prepared: Prepared = preflight(config, dsn)
     stop, appeared, seen = threading.Event(), {}, {}
-    runner = threading.Thread(
-        target=run, args=(prepared, dsn, lambda _m: None, stop, spark), daemon=True
-    )
+    runner = threading.Thread(target=run, args=(prepared, dsn, progress, stop, spark), daemon=True)
     runner.start()
     time.sleep(3.0)  # let the query start before the first file lands
     producer = threading.Thread(
@@ -346,7 +350,7 @@ def _measure_stream(spark, dsn, work, opts, report, progress) -> None:  # noqa: 
             max_future=timedelta(minutes=1),
             grace=timedelta(minutes=10),
         )
-        delays = freshness(spark, store, config, opts)
+        delays = freshness(spark, store, config, opts, progress)
     report["freshness_p95_s"] = round(p95(delays), 3) if delays else None
     report["freshness_median_s"] = round(statistics.median(delays), 3) if delays else None
     report["freshness_files"] = len(delays)

@@ -65,10 +65,25 @@ def read_stream(spark: SparkSession, config: IngestConfig, stream: str) -> DataF
             .option("pathGlobFilter", "*.parquet")
             .parquet(str(config.landing))
         )
-        return df.select("uuid", "val", "ts", F.col("_metadata.file_name").alias("source"))
+        return _columns(df, stream)
     glob = TEXT_GLOBS[config.format if config.format in TEXT_GLOBS else "auto"]
-    df = reader.option("pathGlobFilter", glob).text(str(config.landing))
-    return df.select(F.col("value").alias("raw"), F.col("_metadata.file_name").alias("source"))
+    return _columns(reader.option("pathGlobFilter", glob).text(str(config.landing)), stream)
+
+
+def read_files(spark: SparkSession, stream: str, paths: list[str]) -> DataFrame:
+    """The same columns as ``read_stream``, from a batch read of exactly ``paths`` -- the files
+    the file source assigned to a micro-batch (so a chunk of them, or one file, is read
+    without scanning the others)."""
+    if stream == "parquet":
+        return _columns(spark.read.schema(PARQUET_DDL).parquet(*paths), stream)
+    return _columns(spark.read.text(paths), stream)
+
+
+def _columns(df: DataFrame, stream: str) -> DataFrame:
+    source = F.col("_metadata.file_name").alias("source")
+    if stream == "parquet":
+        return df.select("uuid", "val", "ts", source)
+    return df.select(F.col("value").alias("raw"), source)
 
 
 def parse_text(df: DataFrame) -> DataFrame:
@@ -140,15 +155,18 @@ def _parse_ts(ts_s: Column) -> Column:
 def parse_parquet(df: DataFrame) -> DataFrame:
     """Typed Parquet rows -> the same columns as ``parse_text``; raw is the row as JSON."""
     uuid = F.col("uuid")
-    missing = _first_missing(uuid, F.col("val").cast("string"), F.col("ts").cast("string"))
+    missing = (
+        F.when(uuid.isNull() | (uuid == F.lit("")), F.lit("uuid"))
+        .when(F.col("val").isNull(), F.lit("val"))
+        .when(F.col("ts").isNull(), F.lit("ts"))
+    )
     reason = (
         F.when(missing.isNotNull(), _r("missing_field", F.concat(missing, F.lit(" is missing"))))
         .when(_bad_uuid(uuid), _r("bad_uuid", F.lit("uuid longer than 200 characters or with NUL")))
         .otherwise(_r(None, None))
     )
-    raw = F.to_json(
-        F.struct("uuid", "val", F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX").alias("ts"))
-    )
+    iso = F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
+    raw = F.to_json(F.struct("uuid", "val", iso.alias("ts")))
     return df.select(
         "source", _clean(raw).alias("raw"), "uuid", "val", "ts", reason.alias("why")
     ).select("source", "raw", "uuid", "val", "ts", "why.reason", "why.detail")

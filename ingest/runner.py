@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from ingest.stream import BatchHandler
+
+
+STOP_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -134,11 +138,20 @@ def _wait(queries: list[StreamingQuery], stop: threading.Event) -> None:
 
 
 def _stop_all(queries: list[StreamingQuery], handlers: list[BatchHandler]) -> None:
+    """Let a running batch finish (bounded wait), then stop: a stop mid-batch is safe -- the
+    batch is replayed and skipped or redone -- but interrupts Spark's checkpoint writes."""
     for q in queries:
         with contextlib.suppress(Exception):
+            _wait_between_batches(q, timeout_s=STOP_WAIT_S)
             q.stop()
     for h in handlers:
         h.close()
+
+
+def _wait_between_batches(q: StreamingQuery, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _started_line(config: IngestConfig, spark: SparkSession) -> str:

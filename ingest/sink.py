@@ -27,7 +27,8 @@ import io
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -80,27 +81,82 @@ class BatchResult:
     compute_s: float = 0.0
 
 
+Compute = Callable[[datetime | None], "BatchRows | Iterable[BatchRows]"]
+
+
 def write_batch(
     conn: psycopg.Connection,
     query_id: str,
     state_key: str,
     batch_id: int,
-    compute: Callable[[datetime | None], BatchRows],
+    compute: Compute,
     inline: InlineRetention | None = None,
 ) -> BatchResult:
-    """Run steps 1-5 above; ``conn`` must be in autocommit mode (transactions are explicit)."""
+    """Run steps 1-5 above; ``conn`` must be in autocommit mode (transactions are explicit).
+
+    ``compute`` may return the batch as one BatchRows or as an iterable of chunks (e.g. one per
+    input file): chunk k is written by a helper thread while Spark computes chunk k+1, all in
+    the one transaction, so Spark's and PostgreSQL's work overlap on a multi-core machine.
+    """
     started = time.monotonic()
     with conn.transaction():
         if not _claim(conn, query_id, batch_id):
             return BatchResult(query_id, batch_id, skipped=True)
-        newest_before = _lock_state(conn, state_key)
-        computing = time.monotonic()
-        rows = compute(newest_before)
-        compute_s = time.monotonic() - computing
-        result = _write_rows(conn, query_id, state_key, batch_id, rows, inline)
+        chunks = compute(_lock_state(conn, state_key))
+        written = _write_chunks(
+            conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id
+        )
+        result = _finish(conn, query_id, state_key, batch_id, written, inline)
         _fault("before_commit", batch_id)
     _fault("after_commit", batch_id)
-    return replace(result, seconds=time.monotonic() - started, compute_s=compute_s)
+    return replace(result, seconds=time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class _Written:
+    rows: BatchRows
+    accepted: int
+    path: str
+    compute_s: float
+
+
+def _write_chunks(conn: psycopg.Connection, chunks: Iterable[BatchRows], batch_id: int) -> _Written:
+    """Write each chunk while the next one is computed (at most one write in flight)."""
+    goods, bads, paths, accepted, compute_s = [], [], [], 0, 0.0
+    source, pending = iter(chunks), None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slidewin-sink") as pool:
+        try:
+            while True:
+                tick = time.monotonic()
+                rows = next(source, None)
+                compute_s += time.monotonic() - tick
+                if pending is not None:
+                    done, pending = pending.result(), None
+                    accepted, paths = accepted + done[0], [*paths, done[1]]
+                if rows is None:
+                    break
+                goods.append(rows.good)
+                bads.append(rows.bad)
+                pending = pool.submit(_write_chunk, conn, rows, batch_id)
+        finally:
+            if pending is not None:  # never leave the transaction while a COPY still runs
+                wait([pending])
+    merged = BatchRows(_concat(goods), _concat(bads))
+    label = "+".join(sorted(set(paths) - {"empty"})) or "empty"
+    return _Written(merged, accepted, label, compute_s)
+
+
+def _write_chunk(conn: psycopg.Connection, rows: BatchRows, batch_id: int) -> tuple[int, str]:
+    accepted, path = insert_events(conn, rows.good)
+    copy_dead_letters(conn, rows.bad, batch_id)
+    return accepted, path
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    tables = [t for t in tables if t is not None]
+    if not tables:
+        return pa.table({})
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
@@ -119,28 +175,36 @@ def _lock_state(conn: psycopg.Connection, state_key: str) -> datetime | None:
     return row[0] if row else None
 
 
-def _write_rows(
+def _finish(
     conn: psycopg.Connection,
     query_id: str,
     state_key: str,
     batch_id: int,
-    rows: BatchRows,
+    written: _Written,
     inline: InlineRetention | None,
 ) -> BatchResult:
-    accepted, path = insert_events(conn, rows.good)
-    copy_dead_letters(conn, rows.bad, batch_id)
+    rows = written.rows
     max_ts = _max_ts(rows.good)
-    newest = conn.execute("SELECT slidewin.ingest_advance(%s, %s)", (state_key, max_ts)).fetchone()[
-        0
-    ]
+    newest = conn.execute("SELECT slidewin.ingest_advance(%s, %s)", (state_key, max_ts))
+    newest = newest.fetchone()[0]
     nibbled = nibble_written(conn, rows.good, newest, inline) if inline else 0
-    result = _count(query_id, batch_id, rows, accepted, max_ts, newest, nibbled, path)
+    result = _count(
+        query_id, batch_id, rows, written.accepted, max_ts, newest, nibbled, written.path
+    )
     conn.execute(
         "UPDATE slidewin.ingest_batches SET rows_in = %s, accepted = %s, duplicates = %s, "
         "rejected = %s, max_ts = %s, committed_at = now() WHERE query_id = %s AND batch_id = %s",
-        (result.rows_in, accepted, result.duplicates, result.rejected, max_ts, query_id, batch_id),
+        (
+            result.rows_in,
+            result.accepted,
+            result.duplicates,
+            result.rejected,
+            max_ts,
+            query_id,
+            batch_id,
+        ),
     )
-    return result
+    return replace(result, compute_s=written.compute_s)
 
 
 def insert_events(conn: psycopg.Connection, good: pa.Table) -> tuple[int, str]:

@@ -11,13 +11,38 @@ stopped ingest leaves no JVM behind.
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_DRIVER_MEMORY = "1g"
+# Spark's default log4j profile logs INFO until setLogLevel runs and announces itself; this one
+# is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop).
+LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoop.level = error
+"""
+
+
+def log4j_file() -> Path:
+    """Write slidewin's log4j2 configuration to the temp directory (idempotent)."""
+    path = Path(tempfile.gettempdir()) / "slidewin-log4j2.properties"
+    if not path.is_file() or path.read_text(encoding="utf-8") != LOG4J2:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LOG4J2, encoding="utf-8")
+        os.replace(tmp, path)
+    return path
 
 
 def session_conf(
@@ -41,6 +66,7 @@ def session_conf(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.driver.memory": driver_memory,
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j_file()}",
     }
 
 
@@ -65,7 +91,28 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _plain_checkpoint_files(spark)
     return spark
+
+
+CHECKPOINT_MANAGERS = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
+)
+
+
+def _plain_checkpoint_files(spark: SparkSession) -> None:
+    """Write checkpoint logs through FileSystem.rename, not FileContext: on the local file
+    system the latter forks a ``readlink`` shell per log file (several per micro-batch), which
+    costs a lot of a batch's fixed time on a busy machine. The class moved between Spark
+    versions, so take whichever this Spark has; without either, keep Spark's default."""
+    for name in CHECKPOINT_MANAGERS:
+        try:
+            spark._jvm.java.lang.Class.forName(name)
+        except Exception:  # noqa: S112 - not in this Spark version; try the next name
+            continue
+        spark.conf.set("spark.sql.streaming.checkpointFileManagerClass", name)
+        return
 
 
 def jvm_pid(spark: SparkSession) -> int | None:

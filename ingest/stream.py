@@ -9,11 +9,16 @@ Event-time lateness is decided here against the committed stream state, NOT with
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import PurePosixPath
 
 import psycopg
+import pyarrow as pa
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -21,8 +26,11 @@ from db.connect import connect
 from ingest import batch, parse
 from ingest.config import IngestConfig
 from ingest.sink import BatchResult, BatchRows, InlineRetention, write_batch
+from ingest.tidy import batch_files
 
 OnResult = Callable[[str, BatchResult], None]
+SPARK_ERRORS = (PySparkException, Py4JJavaError)
+CHUNK_BYTES = 2 * 2**20  # input bytes per Spark job within a batch (one Parquet file ~ 3 MB)
 
 
 class BatchHandler:
@@ -43,14 +51,18 @@ class BatchHandler:
                 self.config.marker_id(self.stream),
                 self.config.query_id,
                 batch_id,
-                lambda newest: self.compute(df, newest),
+                lambda newest: self.compute(df, newest, batch_id),
                 self._inline(),
             )
         self.on_result(self.stream, result)
 
-    def compute(self, df: DataFrame, newest_before: datetime | None) -> BatchRows:
-        """Spark: parse and classify against the stream state, one Arrow table; then the
-        in-batch dedup on Arrow (``ingest.batch``)."""
+    def compute(
+        self, df: DataFrame, newest_before: datetime | None, batch_id: int
+    ) -> Iterator[BatchRows]:
+        """Spark: parse and classify against the stream state, one Arrow table per chunk of
+        input files (the sink writes chunk k while Spark computes chunk k+1); the in-batch
+        dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a key
+        repeated across chunks."""
         limits = parse.Limits(
             now=datetime.now(UTC),
             newest_before=newest_before,
@@ -58,9 +70,35 @@ class BatchHandler:
             history=self.config.history,
             max_future=self.config.max_future,
         )
+        paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
+        if not paths:  # the file list is unknown (e.g. a remote checkpoint): one chunk
+            yield batch.split(self._collect(df, limits))
+            return
+        spark = df.sparkSession
+        for names in file_chunks(paths):
+            yield batch.split(self._collect_files(spark, names, limits))
+
+    def _collect_files(
+        self, spark: SparkSession, paths: list[str], limits: parse.Limits
+    ) -> pa.Table:
+        """One chunk of the batch's files, read by path; if Spark cannot read it, file by
+        file, and a file Spark cannot read (e.g. Parquet with another schema) becomes one
+        dead letter, reason ``unreadable_file``."""
+        try:
+            return self._collect(parse.read_files(spark, self.stream, paths), limits)
+        except SPARK_ERRORS as exc:
+            if len(paths) == 1:
+                name = PurePosixPath(paths[0]).name
+                return batch.unreadable_file(name, paths[0], _first_line(str(exc)))
+        return pa.concat_tables(
+            [self._collect_files(spark, [path], limits) for path in paths],
+            promote_options="permissive",
+        )
+
+    def _collect(self, df: DataFrame, limits: parse.Limits) -> pa.Table:
         parsed = parse.parse_parquet(df) if self.stream == "parquet" else parse.parse_text(df)
         classified = parse.classify(parsed, limits)
-        return batch.split(parse.batch_output(classified, self.partitions).toArrow())
+        return parse.batch_output(classified, self.partitions).toArrow()
 
     def _inline(self) -> InlineRetention | None:
         if not self.config.inline:
@@ -75,6 +113,27 @@ class BatchHandler:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+
+
+def file_chunks(paths: list[str], target_bytes: int = CHUNK_BYTES) -> list[list[str]]:
+    """Group a batch's files into chunks of about ``target_bytes`` each, in path order; sizes
+    come from the local file system (unknown sizes count as one full chunk)."""
+    chunks: list[list[str]] = []
+    size = target_bytes
+    for path in sorted(paths):
+        if size >= target_bytes:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(path)
+        size += _size(path, target_bytes)
+    return chunks
+
+
+def _size(path: str, unknown: int) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return unknown
 
 
 def start_stream(
@@ -96,3 +155,8 @@ def start_stream(
             processingTime=f"{int(config.trigger.total_seconds() * 1000)} milliseconds"
         )
     return writer.start()
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:500] if lines else "unknown error"

@@ -176,13 +176,21 @@ def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
     )
     pq.write_table(table, land / ".tmp-part")
     os.replace(land / ".tmp-part", land / "batch.parquet")
-    ingest_once(spark, store_dsn, tmp_path, format="parquet")
+    other_schema = pa.table({"uuid": ["q1"], "val": ["not a number"], "ts": ["noon"]})
+    pq.write_table(other_schema, land / "alien.parquet")
+    ingest_once(spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=5)
     assert stored_rows(iconn) == {("p1", 1, T0)}
-    dead = iconn.execute("SELECT source, reason, raw FROM slidewin.dead_letters ORDER BY raw")
+    dead = iconn.execute(
+        "SELECT source, reason, raw FROM slidewin.dead_letters WHERE source = 'batch.parquet'"
+    )
     got = [(s, r, json.loads(raw)) for s, r, raw in dead.fetchall()]
     assert [(s, r) for s, r, _ in got] == [("batch.parquet", "missing_field")] * 2
     assert {g[2].get("uuid") for g in got} == {"p2", None}
-    assert markers(iconn) == [(0, 4, 1, 1, 2)]
+    alien = iconn.execute(
+        "SELECT reason, raw FROM slidewin.dead_letters WHERE source = 'alien.parquet'"
+    ).fetchall()
+    assert alien == [("unreadable_file", str(land / "alien.parquet"))]
+    assert markers(iconn) == [(0, 5, 1, 1, 3)]
 
 
 def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, iconn, tmp_path):
