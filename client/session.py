@@ -26,7 +26,7 @@ import psycopg
 
 from client.config import ClientConfig
 from client.freshness import FreshnessTracker
-from client.generator import Clock, EventGenerator, GeneratorConfig, utc_now
+from client.generator import Batch, Clock, EventGenerator, GeneratorConfig, utc_now
 from client.live import Display
 from client.maxtracker import MaxTracker
 from client.reporter import Failures, Reporter, StoreWatch, Totals, format_report
@@ -212,8 +212,8 @@ class _WarmupMark:
         if self._taken:
             self.totals = Totals()
 
-    def on_batch(self, batch: object) -> None:
-        self.session.freshness.add_batch(batch)  # type: ignore[arg-type]
+    def on_batch(self, batch: Batch) -> None:
+        self.session.freshness.add_batch(batch)
         if self._taken or time.monotonic() < self.at_mono:
             return
         self._taken = True
