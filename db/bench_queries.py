@@ -20,6 +20,7 @@ end unless ``keep``), so the user's store is never touched:
    cutoff past every row, round-robin over the partitions, each its own transaction (timed whole,
    and split into the call and its COMMIT). State is NOT reset between calls: each call deletes
    the oldest ``nibble_chunk`` rows left by the previous ones, as retention does in steady state.
+   A second series of as many calls runs with ``synchronous_commit = off``.
 
 Every timing is client-side (``time.perf_counter``) over one warm connection, so it includes the
 round trip; p50/p99 are nearest-rank percentiles.
@@ -302,9 +303,30 @@ def measure_nibbles(
 
     Each call is its own transaction; the figure is the whole of it (BEGIN, the call, COMMIT),
     with the call and the COMMIT (a WAL flush: the disk's fsync latency) also reported apart.
+    A second series runs with ``synchronous_commit = off``, which a retention job may use: a
+    crash can only undo the last few deletes (rollups included, same transaction), and the next
+    round redoes them.
     """
     if spec.nibbles == 0:
         return {}
+    label = f"nibble{spec.nibble_chunk}"
+    total, calls, commits, deleted = _nibble_series(conn, spec, cutoff)
+    conn.execute("SET synchronous_commit = off")
+    try:
+        async_total, _calls, _commits, _deleted = _nibble_series(conn, spec, cutoff)
+    finally:
+        conn.execute("RESET synchronous_commit")
+    return {**_stats(label, total), f"{label}_ms_max": round(max(total), 4),
+            **_stats(f"{label}_call", calls), **_stats(f"{label}_commit", commits),
+            **_stats(f"{label}_async_commit", async_total),
+            "nibbles": spec.nibbles, "nibble_chunk": spec.nibble_chunk,
+            "nibble_rows_deleted": sum(deleted), "nibble_rows_per_call_min": min(deleted)}
+
+
+def _nibble_series(
+    conn: psycopg.Connection, spec: QueryBenchSpec, cutoff: datetime
+) -> tuple[list[float], list[float], list[float], list[int]]:
+    """(whole, call, commit) milliseconds and rows deleted of each of ``nibbles`` calls."""
     total: list[float] = []
     calls: list[float] = []
     commits: list[float] = []
@@ -321,11 +343,7 @@ def measure_nibbles(
         total.append((end - start) * 1000)
         calls.append((done - called) * 1000)
         commits.append((end - done) * 1000)
-    label = f"nibble{spec.nibble_chunk}"
-    return {**_stats(label, total), f"{label}_ms_max": round(max(total), 4),
-            **_stats(f"{label}_call", calls), **_stats(f"{label}_commit", commits),
-            "nibbles": spec.nibbles, "nibble_chunk": spec.nibble_chunk,
-            "nibble_rows_deleted": sum(deleted), "nibble_rows_per_call_min": min(deleted)}
+    return total, calls, commits, deleted
 
 
 # --- the whole run ------------------------------------------------------------------------------
@@ -382,6 +400,9 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{result[f'{label}_ms_p99']:.2f} ms over {result['nibbles']} calls "
                      f"(the call alone: p99 {result[f'{label}_call_ms_p99']:.2f} ms; "
                      f"its COMMIT: p99 {result[f'{label}_commit_ms_p99']:.2f} ms)")
+        lines.append(f"{label} with synchronous_commit = off: p50 "
+                     f"{result[f'{label}_async_commit_ms_p50']:.2f} ms, p99 "
+                     f"{result[f'{label}_async_commit_ms_p99']:.2f} ms")
     if "copy_rows_per_s_pk" in result:
         lines.append(f"COPY rows/s ({result['copy_rows']:,} rows, median of "
                      f"{result['copy_rounds']}): PK {result['copy_rows_per_s_pk']:,}, no index "
