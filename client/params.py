@@ -22,7 +22,7 @@ class DurationType(click.ParamType):
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
         if isinstance(value, timedelta):
             return value
-        label = f"--{param.name.replace('_', '-')}" if param and param.name else "duration"
+        label = _label(param, "duration")
         try:
             result = parse_duration(str(value), name=label, default_unit=self.default_unit)
         except ConfigError as exc:
@@ -40,11 +40,18 @@ class CountType(click.ParamType):
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
         if isinstance(value, int):
             return value
-        label = f"--{param.name.replace('_', '-')}" if param and param.name else "count"
+        label = _label(param, "count")
         try:
             return parse_count(str(value), name=label)
         except ConfigError as exc:
             self.fail(str(exc), param, ctx)
+
+
+def _label(param: click.Parameter | None, fallback: str) -> str:
+    """The option as the user typed it (its longest spelling), e.g. ``--yield``."""
+    if param is None or not param.opts:
+        return fallback
+    return max(param.opts, key=len)
 
 
 DURATION = DurationType()
