@@ -203,3 +203,31 @@ def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, i
     assert {u for u, _, _ in stored_rows(iconn)} == {"k"}
     assert sorted(p.name for p in land.iterdir()) == [".half-written.jsonl", "upload.jsonl.tmp"]
     assert (tmp_path / "archive" / str(done).lstrip("/")).is_file()
+
+
+def test_arrow_dedup_equals_the_spark_plan(spark):
+    """batch.split (Arrow, what the sink uses) == parse.good_rows (a Spark groupBy)."""
+    from ingest import batch, parse
+
+    lines = [json.dumps(event(f"k{i % 7}", i % 3, i % 5)) for i in range(60)]
+    lines += ["garbage", json.dumps(event("k1", 99, 0))]
+    df = spark.createDataFrame([(line, "x.jsonl") for line in lines], "raw string, source string")
+    limits = parse.Limits(T0, None, timedelta(seconds=5), None, timedelta(minutes=1))
+    classified = parse.classify(parse.parse_text(df), limits)
+    arrow = batch.split(parse.batch_output(classified, 8).toArrow())
+    spark_rows = {tuple(r.values()) for r in parse.good_rows(classified, 8).toArrow().to_pylist()}
+    arrow_rows = {tuple(r.values()) for r in arrow.good.to_pylist()}
+    assert len(arrow_rows) == 35 and arrow_rows == spark_rows
+    assert arrow.bad.column("reason").to_pylist() == ["malformed"]
+
+
+def test_file_chunks_group_small_files(tmp_path):
+    from ingest.stream import file_chunks
+
+    sizes = {"s0": 10, "s1": 10, "t-big": 3000, "u-big": 3000, "v-small": 10}
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(b"x" * size)
+    paths = [str(tmp_path / n) for n in sizes]
+    chunks = file_chunks(paths, target_bytes=1000)
+    assert chunks == [paths[:3], [paths[3]], [paths[4]]]
+    assert file_chunks([str(tmp_path / "gone")], target_bytes=1000) == [[str(tmp_path / "gone")]]
