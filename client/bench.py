@@ -57,7 +57,8 @@ class BenchSettings:
     events: int = 200_000
     file_events: int = 2500
     files_per_batch: int = 8
-    ingest_repeats: int = 2
+    ingest_repeats: int = 3
+    max_interval_s: float = 0.01
 
 
 def generator_rate(fmt: str, seconds: float, repeats: int) -> list[float]:
@@ -133,7 +134,7 @@ class Watchers:
     backends used (read from /proc when the server is local; else the threads only).
     """
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, max_interval_s: float = 0.01) -> None:
         self.stop = threading.Event()
         self.conns = [connect(dsn, autocommit=True) for _ in range(4)]
         self.backends = [int(c.info.backend_pid) for c in self.conns]
@@ -146,7 +147,8 @@ class Watchers:
         self.cpu_s = 0.0
         self.threads = [
             threading.Thread(target=self._loop, args=(1.0, self.reporter.report), daemon=True),
-            threading.Thread(target=self._loop, args=(0.01, self.tracker.poll), daemon=True),
+            threading.Thread(target=self._loop, args=(max_interval_s, self.tracker.poll),
+                             daemon=True),
             threading.Thread(target=self._loop, args=(0.1, self._fresh_poll), daemon=True),
         ]
 
@@ -184,7 +186,7 @@ class IngestRun:
     watcher_cpu_s: float  # CPU of the watchers (threads + their server backends); 0 without
 
 
-def ingest_rate(dsn: str, source: Path, work: Path, files_per_batch: int,
+def ingest_rate(dsn: str, source: Path, work: Path, settings: BenchSettings,
                 watch: bool, progress: Progress) -> IngestRun:
     """One ``slidewin ingest --once`` over a copy of ``source`` (see the module docstring)."""
     landing = work / "landing"
@@ -199,8 +201,8 @@ def ingest_rate(dsn: str, source: Path, work: Path, files_per_batch: int,
     argv = slidewin_argv("--dsn", dsn, "--data-dir", str(work), "ingest", "--once",
                          "--landing", str(landing), "--checkpoint-dir", str(work / "ckpt"),
                          "--processed", "keep", "--query-id", "bench",
-                         "--max-files-per-trigger", str(files_per_batch))
-    watchers = Watchers(dsn) if watch else None
+                         "--max-files-per-trigger", str(settings.files_per_batch))
+    watchers = Watchers(dsn, settings.max_interval_s) if watch else None
     if watchers is not None:
         with watchers:
             code, cpu = _run_child(argv, work, on_line)
@@ -243,8 +245,8 @@ def reporter_overhead(admin_dsn: str, settings: BenchSettings,
                 name = f"slidewin_bench_client_{int(time.time())}_{i}_{int(watch)}"
                 dsn = fresh_database(admin_dsn, name)
                 try:
-                    runs[watch] = ingest_rate(dsn, source, Path(tmp) / name,
-                                              settings.files_per_batch, watch, progress)
+                    runs[watch] = ingest_rate(dsn, source, Path(tmp) / name, settings, watch,
+                                              progress)
                 finally:
                     drop_database(admin_dsn, name)
             pairs.append((runs[False], runs[True]))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from client.bench import BenchSettings, generator_rate, reporter_overhead, summarize
 from client.cli_bench import bench
 from client.context import AppContext, emit_json, pass_app
 from client.generator import FORMATS
-from client.params import COUNT
+from client.params import COUNT, DURATION_MS
 
 
 @bench.command("client")
@@ -20,12 +22,15 @@ from client.params import COUNT
               help="Events ingested in each overhead run (the same files every run).")
 @click.option("--ingest-repeats", type=click.IntRange(1, 10), default=3, show_default=True,
               help="Pairs of ingest runs (without / with the watchers).")
+@click.option("--max-interval", type=DURATION_MS, default="10", show_default=True,
+              help="The max tracker's poll interval while measuring (ms; the client's default).")
 @click.option("--skip-ingest", is_flag=True,
               help="Only measure the generator (no Spark, no database needed).")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON object on stdout.")
 @pass_app
 def bench_client(app: AppContext, seconds: float, repeats: int, events: int,
-                 ingest_repeats: int, skip_ingest: bool, as_json: bool) -> None:
+                 ingest_repeats: int, max_interval: Any, skip_ingest: bool,
+                 as_json: bool) -> None:
     """The simulator's unthrottled event rate into a landing directory (target >= 500,000/s),
     and what the reporter, max tracker and freshness poller cost the ingest (target <= 5%):
     the same files ingested by `slidewin ingest --once` into a fresh database, with and
@@ -47,9 +52,11 @@ def bench_client(app: AppContext, seconds: float, repeats: int, events: int,
                       k: round(sorted(v)[len(v) // 2]) for k, v in gen.items()}}
     else:
         settings = BenchSettings(seconds=seconds, repeats=repeats, events=events,
-                                 ingest_repeats=ingest_repeats)
+                                 ingest_repeats=ingest_repeats,
+                                 max_interval_s=max_interval.total_seconds())
         app.progress(f"ingesting {events} events {2 * ingest_repeats} times...")
         result = summarize(gen, reporter_overhead(app.dsn, settings, app.progress))
+        result["max_interval_ms"] = round(settings.max_interval_s * 1000, 3)
     if as_json:
         emit_json(result)
     else:

@@ -35,6 +35,7 @@ class ClientConfig:
     seed: int | None = None
     fmt: str = "csv"
     deleter: str = "client"
+    maxinterval_ms: float = 10.0
 
     def __post_init__(self) -> None:
         _positive("--displayinterval", self.displayinterval, "5")
@@ -59,6 +60,11 @@ class ClientConfig:
                 "use e.g. 100"
             )
         _at_least_zero("--deleteyieldtime", self.deleteyieldtime_ms, "100 (milliseconds)")
+        if not 1 <= self.maxinterval_ms <= 60_000:
+            raise ConfigError(
+                f"--maxinterval {self.maxinterval_ms:g} must be from 1 to 60000 ms; "
+                "use e.g. --maxinterval 10 (VoltDB's)"
+            )
         if self.fmt not in FORMATS:
             raise ConfigError(f"--format {self.fmt!r} is not one of {', '.join(FORMATS)}")
         if self.deleter not in DELETERS:

@@ -117,7 +117,8 @@ class ClientSession:
         tracker = MaxTracker(self._connect(), self.config.max_window_s, self.clock,
                              emit=self.display.line)
         fresh_conn = self._connect()
-        self._spawn("max", lambda: self._loop("max tracker", 0.01, tracker.poll))
+        max_every = self.config.maxinterval_ms / 1000
+        self._spawn("max", lambda: self._loop("max tracker", max_every, tracker.poll))
         self._spawn("freshness", lambda: self._loop(
             "freshness", 0.1, lambda: self.freshness.poll(fresh_conn)))
         self._spawn("reporter", lambda: self._loop(

@@ -71,6 +71,7 @@ BAD_CLIENT_OPTIONS = [
     (["--deletechunksize", "0"], "--deletechunksize"),
     (["--deleteyieldtime", "never"], "--deleteyieldtime"),
     (["--seed", "x"], "--seed"),
+    (["--maxinterval", "0"], "--maxinterval"),
     (["--format", "xml"], "--format"),
     (["--view", "3d"], "--view"),
 ]
