@@ -117,9 +117,14 @@ class IngestConfig:
             return ("text",)
         return ("text", "parquet")
 
-    def marker_id(self, stream: str) -> str:
-        """The ingest_batches.query_id of one stream: ``<query-id>/<stream>``."""
-        return f"{self.query_id}/{stream}"
+    def marker_id(self, stream: str, checkpoint_id: str) -> str:
+        """The ingest_batches.query_id of one stream: ``<query-id>/<stream>/<checkpoint id>``.
+
+        Spark numbers batches per checkpoint, so the marker carries the checkpoint's query id
+        (a UUID kept in the checkpoint): a restart from the same checkpoint replays the same
+        keys (and skips what committed), while a new checkpoint on the same database cannot
+        mistake its batch 0 for an old one and skip it."""
+        return f"{self.query_id}/{stream}/{checkpoint_id}"
 
     def checkpoint_for(self, stream: str) -> Path:
         return self.checkpoint_dir / stream

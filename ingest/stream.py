@@ -30,6 +30,7 @@ from ingest.tidy import batch_files
 
 OnResult = Callable[[str, BatchResult], None]
 SPARK_ERRORS = (PySparkException, Py4JJavaError)
+BIND_TIMEOUT_S = 120.0
 CHUNK_BYTES = 2 * 2**20  # input bytes per Spark job within a batch (one Parquet file ~ 3 MB)
 
 
@@ -43,12 +44,21 @@ class BatchHandler:
         self.partitions, self.on_result = partitions, on_result
         self._conn: psycopg.Connection | None = None
         self._lock = threading.Lock()
+        self._checkpoint_id: str | None = None
+        self._bound = threading.Event()
+
+    def bind(self, checkpoint_id: str) -> None:
+        """Called with the started query's id (stable for the life of its checkpoint)."""
+        self._checkpoint_id = checkpoint_id
+        self._bound.set()
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if not self._bound.wait(BIND_TIMEOUT_S):
+            raise RuntimeError("the streaming query's id was never bound to its batch handler")
         with self._lock:
             result = write_batch(
                 self._connection(),
-                self.config.marker_id(self.stream),
+                self.config.marker_id(self.stream, str(self._checkpoint_id)),
                 self.config.query_id,
                 batch_id,
                 lambda newest: self.compute(df, newest, batch_id),
@@ -154,7 +164,9 @@ def start_stream(
         writer = writer.trigger(
             processingTime=f"{int(config.trigger.total_seconds() * 1000)} milliseconds"
         )
-    return writer.start()
+    query = writer.start()
+    handler.bind(query.id)
+    return query
 
 
 def _first_line(text: str) -> str:

@@ -92,11 +92,21 @@ def test_duplicates_within_across_files_and_replays(spark, store_dsn, iconn, tmp
     assert stored_rows(iconn) == truth and len(truth) == 3
     assert stored_rollups(iconn) == truth_rollups(truth, 8)
     assert markers(iconn) == [(0, 3, 2, 1, 0), (1, 2, 1, 1, 0), (2, 3, 0, 3, 0)]
-    # a replay: the same batches again (fresh checkpoint, same query id) change nothing
-    lines = ingest_once(spark, store_dsn, tmp_path, checkpoint_dir=tmp_path / "cp2")
-    assert sum("already committed, skipped" in line for line in lines) == 3
+    # a replay: Spark lost its record of batch 2 (a crash between our commit and its own) and
+    # runs the batch again on restart: the marker makes it a no-op
+    for name in ("2", ".2.crc"):
+        (tmp_path / "cp" / "text" / "commits" / name).unlink(missing_ok=True)
+    lines = ingest_once(spark, store_dsn, tmp_path)
+    assert sum("batch 2: already committed, skipped" in line for line in lines) == 1
+    assert stored_rows(iconn) == truth
+    # a new checkpoint on the same store reads every file again: all duplicates, nothing new
+    ingest_once(spark, store_dsn, tmp_path, checkpoint_dir=tmp_path / "cp2")
     assert stored_rows(iconn) == truth
     assert stored_rollups(iconn) == truth_rollups(truth, 8)
+    sums = iconn.execute(
+        "SELECT count(*), sum(rows_in), sum(accepted), sum(duplicates) FROM slidewin.ingest_batches"
+    ).fetchone()
+    assert sums == (6, 16, 3, 13)
 
 
 def test_late_and_expired_go_to_dead_letters(spark, store_dsn, iconn, tmp_path):
