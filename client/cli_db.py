@@ -67,7 +67,7 @@ def db_status(app: AppContext, as_json: bool) -> None:
         emit_json({**head, "partitions": [p.as_json() for p in parts]})
         return
     click.echo(
-        f"schema v{head['schema_version']}, {head['partitions']} partitions, stream time "
+        f"schema v{head['schema_version']}, {head['partition_count']} partitions, stream time "
         f"{head['stream_time'] or '-'}, {head['dead_letters']} dead letters, "
         f"{head['ingest_batches']} ingest batches"
     )

@@ -40,6 +40,9 @@ def init_schema(conn: psycopg.Connection, partitions: int | None = None) -> Sche
         applied = _apply_migrations(conn)
         with procedure_errors():
             count = _ensure_partitions(conn, partitions)
+        # one row, but never analyzed it looks like thousands to the planner, and every
+        # "run everywhere" query joins it through slidewin.partition_keys()
+        conn.execute("ANALYZE slidewin.config")
     return SchemaReport(current_version(conn) or BASELINE_VERSION, count, applied)
 
 

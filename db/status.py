@@ -71,7 +71,7 @@ def store_summary(conn: psycopg.Connection) -> dict[str, Any]:
     version, partitions, dead, batches, stream = row
     return {
         "schema_version": version,
-        "partitions": partitions,
+        "partition_count": partitions,
         "dead_letters": dead,
         "ingest_batches": batches,
         "stream_time": stream.isoformat() if stream else None,
