@@ -64,6 +64,8 @@ def session_conf(
         "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # streaming plans cannot use adaptive execution; saying so up front avoids a WARN per query
+        "spark.sql.adaptive.enabled": "false",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.driver.memory": driver_memory,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j_file()}",
