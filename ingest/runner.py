@@ -118,7 +118,10 @@ def run(
         for handler in handlers:
             queries.append(start_stream(session, config, handler))
         progress(_started_line(config, session))
-        _wait(queries, stop)
+        # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
+        # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
+        with stop_on_signals(stop):
+            _wait(queries, stop)
     finally:
         _stop_all(queries, handlers)
         for name in config.stream_names:

@@ -32,6 +32,8 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
+logger.dag.name = org.apache.spark.scheduler.DAGScheduler
+logger.dag.level = error
 """
 
 
