@@ -18,7 +18,6 @@ folders are removed at the end, the logs are kept.
 from __future__ import annotations
 
 import contextlib
-import math
 import shutil
 import subprocess
 import threading
@@ -40,7 +39,6 @@ from client.processes import Child, slidewin_argv, start_child, stop_on_signals
 from client.session import record_retention
 from db.config import redact
 from db.errors import SlidewinError
-from db.events import partition_count
 from db.schema import init_schema
 
 BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
@@ -60,8 +58,8 @@ def run_dir(data_dir: Path) -> Path:
     return folder
 
 
-def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path, trigger: str,
-                partitions: int) -> list[str]:
+def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
+                trigger: str) -> list[str]:
     args = ["--dsn", dsn, "--data-dir", str(data_dir), "ingest", "--landing", str(config.landing),
             "--checkpoint-dir", str(folder / "checkpoints"), "--processed", "delete",
             "--trigger", trigger, "--query-id", QUERY_ID]
@@ -69,8 +67,8 @@ def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path, tr
         args += ["--history", f"{config.history_s:g}s"]
     if config.inline:
         args += ["--inline", "--chunk", str(config.deletechunksize)]
-        if config.max_rows:  # ingest's --max-rows is per partition; VoltDB's maxrows is global
-            args += ["--max-rows", str(math.ceil(config.max_rows / partitions))]
+        if config.max_rows:  # store-wide, as VoltDB's maxrows
+            args += ["--max-rows", str(config.max_rows)]
     return slidewin_argv(*args)
 
 
@@ -101,10 +99,8 @@ class Demo:
         elif text.startswith(BATCH_MARK):
             self.first_batch.set()
 
-    def start_ingest(self, trigger: str, partitions: int, stop: threading.Event,
-                     timeout_s: float) -> None:
-        argv = ingest_argv(self.dsn, self.app.data_dir, self.config, self.folder, trigger,
-                           partitions)
+    def start_ingest(self, trigger: str, stop: threading.Event, timeout_s: float) -> None:
+        argv = ingest_argv(self.dsn, self.app.data_dir, self.config, self.folder, trigger)
         child = start_child("ingest", argv, self.folder / "ingest.log",
                             on_line=self._on_ingest_line)
         self.children.append(child)
@@ -222,15 +218,15 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     config = replace(config, landing=landing or folder / "landing")
     with app.connect() as conn:
         record_retention(conn, config)
-        partitions = partition_count(conn)
     config.landing.mkdir(parents=True, exist_ok=True)
     demo = Demo(app, config, folder, dsn)
     stop = threading.Event()
     summary = None
     with stop_on_signals(stop):
         try:
-            demo.start_ingest(f"{trigger.total_seconds():g}s", partitions, stop,
-                              startup_timeout.total_seconds())
+            demo.start_ingest(
+                f"{trigger.total_seconds():g}s", stop, startup_timeout.total_seconds()
+            )
             if not config.inline and not stop.is_set():
                 demo.start_scheduler()
             if not stop.is_set():

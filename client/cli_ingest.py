@@ -32,7 +32,8 @@ from ingest.config import (
               help="Retention horizon; older events -> dead letter 'expired' "
               "(default: the 'default' retention_settings row, else none).")
 @click.option("--max-rows", type=COUNT, default=None,
-              help="Row target per partition for --inline (default: the 'default' row).")
+              help="Rows to keep in the whole store for --inline, split over the partitions "
+              "as the retention jobs do (default: the 'default' row).")
 @click.option("--max-future", type=DURATION, default="1m", show_default=True,
               help="How far ahead of the clock an event may be; further -> 'future'.")
 @click.option("--inline", is_flag=True,

@@ -254,6 +254,9 @@ def nibble_written(
 ) -> int:
     """Nibble each partition this batch wrote, in partition order, to the inline limits.
 
+    ``max_rows`` is the store-wide total, as everywhere in slidewin: it is split into per-partition
+    targets by ``slidewin.retention_targets`` (the newest rows of the whole store are kept).
+
     Per partition: repeat ``slidewin.nibble`` while it deletes a full chunk, up to (rows this
     batch sent to the partition + one chunk) -- enough to keep up in steady state, and bounded by
     the batch's own size, so a large backlog is worked off over several batches instead of in one
@@ -263,10 +266,21 @@ def nibble_written(
     if cutoff is None and inline.max_rows is None:
         return 0
     counts = pc.value_counts(good["part"]).to_pylist() if good.num_rows else []
+    targets = _row_targets(conn, inline.max_rows) if inline.max_rows is not None else {}
     total = 0
     for entry in sorted(counts, key=lambda e: e["values"]):
-        total += _nibble_part(conn, entry["values"], entry["counts"], cutoff, inline)
+        part = entry["values"]
+        total += _nibble_part(conn, part, entry["counts"], cutoff, targets.get(part), inline)
     return total
+
+
+def _row_targets(conn: psycopg.Connection, max_rows: int) -> dict[int, int]:
+    """Per-partition targets that sum to the global ``max_rows`` (from the exact rollups)."""
+    with procedure_errors():
+        rows = conn.execute(
+            "SELECT part, target_rows FROM slidewin.retention_targets(%s, 'global')", (max_rows,)
+        ).fetchall()
+    return {int(part): int(target) for part, target in rows}
 
 
 def _nibble_part(
@@ -274,14 +288,17 @@ def _nibble_part(
     part: int,
     written: int,
     cutoff: datetime | None,
+    target: int | None,
     inline: InlineRetention,
 ) -> int:
+    if cutoff is None and target is None:
+        return 0
     budget, deleted = written + inline.chunk, 0
     while deleted < budget:
         with procedure_errors():
             row = conn.execute(
                 "SELECT slidewin.nibble(%s, %s, %s, %s)",
-                (part, cutoff, inline.max_rows, inline.chunk),
+                (part, cutoff, target, inline.chunk),
             ).fetchone()
         step = int(row[0]) if row else 0
         deleted += step
