@@ -148,7 +148,13 @@ def _fmt(value: timedelta) -> str:
 
 
 def default_paths(data_dir: Path, landing: Path | None, query_id: str) -> tuple[Path, Path, Path]:
-    """(landing, checkpoint dir, archive dir) with the data-directory defaults filled in."""
+    """(landing, checkpoint dir, archive dir) with the data-directory defaults filled in.
+
+    The default landing directory is slidewin's own, so it is created; a directory the user
+    names must exist (a typo should fail, not start an ingest of an empty new folder).
+    """
+    if landing is None:
+        (data_dir / "landing").mkdir(parents=True, exist_ok=True)
     land = (landing or data_dir / "landing").expanduser().resolve()
     checkpoints = (data_dir / "checkpoints" / query_id).resolve()
     archive = (land.parent / f"{land.name}-archive").resolve()

@@ -191,3 +191,13 @@ def test_schema_has_ingest_state_table(conn):
     assert conn.execute("SELECT to_regclass('slidewin.stream_state')").fetchone()[0] is not None
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         conn.execute("SELECT slidewin.ingest_advance('', NULL)")
+
+
+def test_default_landing_is_created_but_a_named_one_must_exist(tmp_path):
+    from ingest.config import default_paths
+
+    land, checkpoints, archive = default_paths(tmp_path, None, "ingest")
+    assert land == (tmp_path / "landing").resolve() and land.is_dir()
+    assert archive == (tmp_path / "landing-archive").resolve()
+    named, _, _ = default_paths(tmp_path, tmp_path / "typo", "ingest")
+    assert not named.exists()  # the check in IngestConfig refuses it, with the mkdir fix
