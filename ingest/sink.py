@@ -8,12 +8,13 @@ Order inside the transaction (autocommit connection + ``conn.transaction()``):
 2. lock and read the stream state (newest event time committed before this batch);
 3. ``compute(newest_before)`` -> the batch's good rows (deduplicated within the batch) and
    dead letters, classified against that newest time (Spark runs here);
-4. raw rows: COPY straight into slidewin.events inside a SAVEPOINT (fast path); on a unique
-   violation -- a row already stored by an earlier batch, file or replay -- roll back to the
-   savepoint and COPY into a TEMP staging table, then ``INSERT ... SELECT ... ON CONFLICT DO
-   NOTHING``. Either way the statement trigger on slidewin.events adds exactly the inserted rows
-   to slidewin.rollups, so the stored rollups stay exact even when a duplicate of an old event
-   arrives (rollups summed in Spark would count it twice);
+4. raw rows: COPY straight into their partitions of slidewin.events (one COPY per partition
+   written, no tuple routing) inside a SAVEPOINT (fast path); on a unique violation -- a row
+   already stored by an earlier batch, file or replay -- roll back to the savepoint and COPY
+   into a TEMP staging table, then ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. Either
+   way the statement triggers (each partition carries the same ones as slidewin.events) add
+   exactly the inserted rows to slidewin.rollups, so the stored rollups stay exact even when a
+   duplicate of an old event arrives (rollups summed in Spark would count it twice);
 5. dead letters (COPY), the stream state (greatest of old and new), optional inline nibbles of
    the partitions written, the marker's counts; commit.
 
