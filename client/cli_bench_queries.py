@@ -18,7 +18,7 @@ from db.bench_queries import QueryBenchSpec, format_table, run_query_bench
               help="Rows to load (e.g. 2M, 500k).")
 @click.option("--seconds", type=click.IntRange(1, 86400), default=40, show_default=True,
               help="Event-time span the rows are spread over, evenly.")
-@click.option("--partitions", type=click.IntRange(1, 1024), default=8, show_default=True,
+@click.option("--partitions", type=click.IntRange(1, 1000), default=8, show_default=True,
               help="Partitions of the benchmark store.")
 @click.option("--repeat", type=click.IntRange(1), default=200, show_default=True,
               help="Timed calls per rollup query and window.")

@@ -25,7 +25,7 @@ from jobs.bench import RetentionBenchSpec, run_retention_bench
               help="Rows per nibble (per partition per round).")
 @click.option("--yield", "yield_", type=YIELD, default="100ms", show_default=True,
               help="Pause after a round that filled no chunk.")
-@click.option("--partitions", type=click.IntRange(1, 1024), default=8, show_default=True,
+@click.option("--partitions", type=click.IntRange(1, 1000), default=8, show_default=True,
               help="Partitions of the benchmark store.")
 @click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Partitions the retention job nibbles at once.")

@@ -28,7 +28,7 @@ def db() -> None:
 @db.command("init")
 @click.option(
     "--partitions",
-    type=click.IntRange(1, 1024),
+    type=click.IntRange(1, 1000),
     default=None,
     help="Partitions of the raw table (default: keep the current count, or 8 on a new store). "
     "Partitions can be added later, never removed.",

@@ -82,8 +82,8 @@ class QueryBenchSpec:
                     f"{option} must be at least {minimum[f.name]}, got {value}; "
                     f"e.g. {option} {f.default}"
                 )
-        if self.partitions > 1024:
-            raise ConfigError(f"--partitions must be at most 1024, got {self.partitions}")
+        if self.partitions > 1000:
+            raise ConfigError(f"--partitions must be at most 1000, got {self.partitions}")
         if self.nibble_chunk > 1_000_000:
             raise ConfigError(f"--nibble-chunk must be at most 1000000, got {self.nibble_chunk}")
 

@@ -36,3 +36,11 @@ def test_raw_table_has_no_index_on_val(conn):
         "SELECT indexdef FROM pg_indexes WHERE schemaname = 'slidewin' AND tablename = 'events'"
     ).fetchall()]
     assert defs and all("val" not in d for d in defs), defs
+
+
+def test_partition_count_is_capped_where_names_stay_three_digits(conn):
+    # events_p000 .. events_p999: a 1001st partition would need a name lpad() would cut short
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="from 1 to 1000"):
+        conn.execute("SELECT slidewin.ensure_partitions(1001)")
+    with pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute("UPDATE slidewin.config SET partitions = 1001")

@@ -1,6 +1,7 @@
 -- slidewin.ensure_partitions(p_count): make slidewin.events have partitions 0 .. p_count-1.
 --
--- Contract: idempotent; only adds (fewer than exist is refused, rows would lose their home);
+-- Contract: at most 1000 partitions, named events_p000 .. events_p999 (three digits);
+-- idempotent; only adds (fewer than exist is refused, rows would lose their home);
 -- each new partition gets the rollup triggers (so statements naming a partition directly keep
 -- rollups exact too). Every partition, new or old, gets the autovacuum settings below (an
 -- ALTER only where they differ, so partitions made before a settings change catch up on the
@@ -29,8 +30,8 @@ DECLARE
     v_with    text;
     v_part    regclass;
 BEGIN
-    IF p_count IS NULL OR p_count < 1 OR p_count > 1024 THEN
-        RAISE EXCEPTION 'p_count must be from 1 to 1024 partitions, got %', coalesce(p_count::text, 'NULL')
+    IF p_count IS NULL OR p_count < 1 OR p_count > 1000 THEN
+        RAISE EXCEPTION 'p_count must be from 1 to 1000 partitions, got %', coalesce(p_count::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_with := array_to_string(v_options, ', ');

@@ -2,6 +2,6 @@
 -- partitions only grows (slidewin.ensure_partitions refuses to shrink): rows never lose their home.
 CREATE TABLE IF NOT EXISTS slidewin.config (
     id         boolean PRIMARY KEY DEFAULT true CHECK (id),
-    partitions integer NOT NULL DEFAULT 8 CHECK (partitions BETWEEN 1 AND 1024)
+    partitions integer NOT NULL DEFAULT 8 CHECK (partitions BETWEEN 1 AND 1000)
 );
 INSERT INTO slidewin.config (id, partitions) VALUES (true, 8) ON CONFLICT (id) DO NOTHING;
