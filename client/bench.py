@@ -28,10 +28,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
 from client.freshness import FreshnessTracker
 from client.generator import EventGenerator, GeneratorConfig, GeneratorStats
 from client.maxtracker import MaxTracker
@@ -39,7 +35,7 @@ from client.processes import slidewin_argv, start_child
 from client.reporter import Failures, Reporter, StoreWatch
 from db.connect import connect
 from db.errors import SlidewinError
-from db.schema import init_schema
+from db.scratch import scratch_database
 
 
 class BenchError(SlidewinError):
@@ -83,23 +79,6 @@ def make_source(folder: Path, events: int, per_file: int) -> int:
     for i in range(files):
         gen.write_batch(per_file, end - span * (files - i), end - span * (files - i - 1))
     return files * per_file
-
-
-def fresh_database(admin_dsn: str, name: str) -> str:
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    params = {k: str(v) for k, v in conninfo_to_dict(admin_dsn).items()}
-    params["dbname"] = name
-    dsn = make_conninfo(**params)
-    with psycopg.connect(dsn) as conn:
-        init_schema(conn)
-    return dsn
-
-
-def drop_database(admin_dsn: str, name: str) -> None:
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
 
 
 def proc_cpu_s(pid: int) -> float | None:
@@ -242,13 +221,10 @@ def reporter_overhead(admin_dsn: str, settings: BenchSettings,
         for i in range(settings.ingest_repeats):
             runs = {}
             for watch in (False, True) if i % 2 == 0 else (True, False):
-                name = f"slidewin_bench_client_{int(time.time())}_{i}_{int(watch)}"
-                dsn = fresh_database(admin_dsn, name)
-                try:
-                    runs[watch] = ingest_rate(dsn, source, Path(tmp) / name, settings, watch,
-                                              progress)
-                finally:
-                    drop_database(admin_dsn, name)
+                with scratch_database(admin_dsn, prefix="slidewin_bench_client",
+                                      partitions=8) as dsn:
+                    folder = Path(tmp) / f"run-{i}-{int(watch)}"
+                    runs[watch] = ingest_rate(dsn, source, folder, settings, watch, progress)
             pairs.append((runs[False], runs[True]))
     return pairs
 

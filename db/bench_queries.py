@@ -33,19 +33,19 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from db.connect import connect
-from db.errors import ConfigError, SlidewinError
+from db.errors import ConfigError
 from db.events import partition_of
 from db.schema import init_schema
+from db.scratch import scratch_database
 
 Progress = Callable[[str], None]
 WINDOWS_S = (1, 5, 10, 30)
@@ -149,34 +149,6 @@ def copy_rows(conn: psycopg.Connection, chunks: Sequence[bytes], table: str = "e
 
 
 # --- the dedicated database --------------------------------------------------------------------
-
-
-@contextmanager
-def bench_database(admin_dsn: str, keep: bool, progress: Progress) -> Iterator[str]:
-    """A fresh ``slidewin_bench_<random>`` database on the server of ``admin_dsn``; its DSN."""
-    name = f"slidewin_bench_{uuid.uuid4().hex[:10]}"
-    with connect(admin_dsn, autocommit=True) as admin:
-        try:
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        except psycopg.Error as exc:
-            raise SlidewinError(
-                f"cannot create the benchmark database {name} ({exc.diag.message_primary}); "
-                "the benchmark needs a role with CREATEDB on this server"
-            ) from None
-    params = conninfo_to_dict(admin_dsn)
-    params["dbname"] = name
-    dsn = make_conninfo(**{k: str(v) for k, v in params.items()})
-    progress(f"benchmark database {name} created")
-    try:
-        yield dsn
-    finally:
-        if keep:
-            progress(f"kept benchmark database {name}")
-        else:
-            with connect(admin_dsn, autocommit=True) as admin:
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                    sql.Identifier(name)))
-            progress(f"benchmark database {name} dropped")
 
 
 # --- phases -------------------------------------------------------------------------------------
@@ -357,7 +329,8 @@ def run_query_bench(
     result: dict[str, Any] = {"rows": spec.rows, "seconds": spec.seconds,
                               "partitions": spec.partitions, "repeat": spec.repeat,
                               "naive_repeat": spec.naive_repeat}
-    with bench_database(admin_dsn, spec.keep, progress) as dsn, connect(dsn) as conn:
+    with scratch_database(admin_dsn, keep=spec.keep, progress=progress) as dsn, \
+            connect(dsn) as conn:
         init_schema(conn, spec.partitions)
         conn.commit()
         conn.autocommit = True

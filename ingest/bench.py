@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,10 +39,8 @@ import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from db.schema import init_schema
+from db.scratch import scratch_database
 from ingest.config import IngestConfig
 from ingest.runner import Prepared, preflight, run
 from ingest.sink import BatchResult, to_csv
@@ -107,26 +105,6 @@ def with_partitions(table: pa.Table, partitions: int) -> pa.Table:
 
 
 # ---------------------------------------------------------------- databases
-
-
-@contextlib.contextmanager
-def fresh_store(dsn: str, partitions: int) -> Iterator[str]:
-    """A new database with the slidewin schema on ``dsn``'s server; dropped afterwards."""
-    params = conninfo_to_dict(dsn)
-    name = f"slidewin_bench_{uuidlib.uuid4().hex[:8]}"
-    admin = make_conninfo(**{**{k: str(v) for k, v in params.items()}, "dbname": "postgres"})
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    target = make_conninfo(**{**{k: str(v) for k, v in params.items()}, "dbname": name})
-    try:
-        with psycopg.connect(target) as conn:
-            init_schema(conn, partitions)
-        yield target
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 # ---------------------------------------------------------------- (a) copy limit
@@ -317,7 +295,7 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
         table = make_events(opts.events, datetime.now(UTC) - timedelta(minutes=5), 10_000)
         _write_landing(table, work / "e2e", opts)
         report: dict = {"events": opts.events, "format": opts.format, "master": opts.master}
-        with fresh_store(dsn, opts.partitions) as store:
+        with scratch_database(dsn, partitions=opts.partitions) as store:
             report["copy_limit_rows_per_s"] = round(
                 copy_limit(store, with_partitions(table, opts.partitions), opts.rows_per_file)
             )
@@ -350,7 +328,7 @@ def _write_landing(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
 
 
 def _measure_stream(spark, dsn, work, opts, report, progress) -> None:  # noqa: ANN001
-    with fresh_store(dsn, opts.partitions) as store:
+    with scratch_database(dsn, partitions=opts.partitions) as store:
         config = ingest_config(work, "e2e", opts, once=True)
         report.update(end_to_end(spark, store, config, progress))
     progress(
@@ -358,7 +336,7 @@ def _measure_stream(spark, dsn, work, opts, report, progress) -> None:  # noqa: 
         f"(after the first batch: {report['ingest_steady_events_per_s']}), "
         f"{report['ingest_batches']} batches"
     )
-    with fresh_store(dsn, opts.partitions) as store:
+    with scratch_database(dsn, partitions=opts.partitions) as store:
         config = replace(
             ingest_config(work, "fresh", opts),
             trigger=opts.trigger,

@@ -30,11 +30,12 @@ from typing import Any
 
 import psycopg
 
-from db.bench_queries import bench_database, percentile
+from db.bench_queries import percentile
 from db.connect import connect
 from db.errors import SlidewinError
 from db.events import partition_of
 from db.schema import init_schema
+from db.scratch import scratch_database
 from jobs.config import RetentionPolicy
 from jobs.errors import PolicyError
 from jobs.retention import RoundResult, row_targets
@@ -164,7 +165,7 @@ def take_sample(conn: psycopg.Connection, spec: RetentionBenchSpec, at_s: float)
 def run_retention_bench(admin_dsn: str, spec: RetentionBenchSpec,
                         progress: Progress) -> dict[str, Any]:
     """Create a database, run the load and the retention job, sample; return the figures."""
-    with bench_database(admin_dsn, spec.keep, progress) as dsn:
+    with scratch_database(admin_dsn, keep=spec.keep, progress=progress) as dsn:
         with connect(dsn) as conn:
             init_schema(conn, spec.partitions)
         add_retention(dsn, spec.policy(), "default")

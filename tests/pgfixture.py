@@ -10,13 +10,11 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from db import scratch
+from db.scratch import drop_database  # noqa: F401 - the tests' import point
 
 
 @contextlib.contextmanager
@@ -53,18 +51,5 @@ def _docker_answers() -> bool:
 
 
 def create_database(admin_dsn: str, prefix: str = "slidewin_test") -> str:
-    """Create an empty database on the admin DSN's server; return a DSN for it."""
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    params = conninfo_to_dict(admin_dsn)
-    params["dbname"] = name
-    return make_conninfo(**{k: str(v) for k, v in params.items()})
-
-
-def drop_database(admin_dsn: str, dsn: str) -> None:
-    name = conninfo_to_dict(dsn)["dbname"]
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(str(name)))
-        )
+    """An empty database for tests (named apart from the benchmarks' ``slidewin_bench_*``)."""
+    return scratch.create_database(admin_dsn, prefix)
