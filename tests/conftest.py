@@ -3,6 +3,7 @@ and a clean store per test. See tests/pgfixture.py for where the server comes fr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -59,10 +60,18 @@ def store_dsn(make_store: Callable[..., str]) -> str:
     return make_store(8)
 
 
+@contextlib.contextmanager
+def clean_connection(dsn: str, clean_sql: str = CLEAN_SQL) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to the store emptied by ``clean_sql``; the rollup invariant is
+    checked when the block ends. The body of every per-test connection fixture."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(clean_sql)
+        yield c
+        assert_rollups_exact(c)
+
+
 @pytest.fixture
 def conn(store_dsn: str) -> Iterator[psycopg.Connection]:
     """An autocommit connection to an empty store; the rollup invariant is checked afterwards."""
-    with psycopg.connect(store_dsn, autocommit=True) as c:
-        c.execute(CLEAN_SQL)
+    with clean_connection(store_dsn) as c:
         yield c
-        assert_rollups_exact(c)

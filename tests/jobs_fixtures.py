@@ -9,8 +9,7 @@ import psycopg
 import pytest
 
 from db.events import Event, copy_events
-from tests.conftest import CLEAN_SQL, T0
-from tests.invariants import assert_rollups_exact
+from tests.conftest import CLEAN_SQL, T0, clean_connection
 
 JOBS_CLEAN_SQL = CLEAN_SQL + ", slidewin.job_runs, slidewin.apscheduler_jobs"
 
@@ -57,7 +56,5 @@ def jobs_store_dsn(make_store) -> str:
 @pytest.fixture
 def jconn(jobs_store_dsn: str) -> Iterator[psycopg.Connection]:
     """Autocommit connection to the emptied 4-partition store; rollups checked afterwards."""
-    with psycopg.connect(jobs_store_dsn, autocommit=True) as c:
-        c.execute(JOBS_CLEAN_SQL)
+    with clean_connection(jobs_store_dsn, JOBS_CLEAN_SQL) as c:
         yield c
-        assert_rollups_exact(c)

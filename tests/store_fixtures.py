@@ -14,8 +14,7 @@ import psycopg
 import pytest
 
 from db.events import Event, insert_events, partition_of
-from tests.conftest import CLEAN_SQL, T0
-from tests.invariants import assert_rollups_exact
+from tests.conftest import T0, clean_connection
 
 PARTS = 3
 
@@ -69,7 +68,5 @@ def small_store_dsn(make_store) -> str:
 @pytest.fixture
 def sconn(small_store_dsn: str) -> Iterator[psycopg.Connection]:
     """Autocommit connection to the emptied 3-partition store; rollups checked afterwards."""
-    with psycopg.connect(small_store_dsn, autocommit=True) as c:
-        c.execute(CLEAN_SQL)
+    with clean_connection(small_store_dsn) as c:
         yield c
-        assert_rollups_exact(c)
