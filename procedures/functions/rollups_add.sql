@@ -2,6 +2,9 @@
 --
 -- Contract: arrays are parallel, one element per (sec, part); rows are upserted in (sec, part)
 -- order so concurrent writers take row locks in one order and cannot deadlock each other.
+-- Every insert also signals channel 'slidewin_rollups' with payload 'insert' (delivered at
+-- commit, once per transaction however many statements): watchers such as the client's max
+-- tracker LISTEN and query only after a change instead of polling the table 100 times a second.
 CREATE OR REPLACE FUNCTION slidewin.rollups_add(
     p_sec timestamptz[], p_part smallint[], p_n bigint[], p_total numeric[],
     p_vmin bigint[], p_vmax bigint[])
@@ -18,5 +21,6 @@ BEGIN
            total = r.total + excluded.total,
            vmin = least(r.vmin, excluded.vmin),
            vmax = greatest(r.vmax, excluded.vmax);
+    PERFORM pg_notify('slidewin_rollups', 'insert');
 END
 $$;

@@ -6,6 +6,8 @@
 -- from that one second of that one partition (index range on the primary key) -- bounded work.
 -- The lock is taken by its own statement so that, under READ COMMITTED, the statements after it
 -- see every concurrent insert that committed into those seconds while we waited.
+-- Signals channel 'slidewin_rollups' with payload 'delete' (see rollups_add), only when a second
+-- emptied or lost an extreme: a delete that changes only counts and sums cannot move a max.
 CREATE OR REPLACE FUNCTION slidewin.rollups_subtract(
     p_sec timestamptz[], p_part smallint[], p_n bigint[], p_total numeric[],
     p_vmin bigint[], p_vmax bigint[])
@@ -54,6 +56,9 @@ BEGIN
                  WHERE e.part = z.part AND e.ts >= z.sec AND e.ts < z.sec + interval '1 second'
           ) AS m
          WHERE r.sec = z.sec AND r.part = z.part;
+    END IF;
+    IF v_zero_sec IS NOT NULL OR v_fix_sec IS NOT NULL THEN
+        PERFORM pg_notify('slidewin_rollups', 'delete');
     END IF;
 END
 $$;

@@ -10,6 +10,7 @@ BEGIN
     ELSE
         DELETE FROM slidewin.rollups WHERE part = substr(TG_TABLE_NAME, length('events_p') + 1)::smallint;
     END IF;
+    PERFORM pg_notify('slidewin_rollups', 'delete');  -- see rollups_subtract
     RETURN NULL;
 END
 $$;

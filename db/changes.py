@@ -1,0 +1,40 @@
+"""Change signals from the rollups: LISTEN instead of polling the table.
+
+``slidewin.rollups_add`` notifies channel ``slidewin_rollups`` with payload ``insert`` and
+``rollups_subtract`` (and TRUNCATE) with ``delete`` when a second empties or loses an extreme.
+PostgreSQL delivers them at commit, one per transaction and payload. A watcher that asks
+"has anything changed?" every 10 ms then reads its socket -- no server round trip, no work for
+the server -- and queries only after a change: the client's max tracker went from 100 queries a
+second to about one per commit.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+CHANNEL = "slidewin_rollups"
+INSERT = "insert"
+DELETE = "delete"
+
+
+class RollupChanges:
+    """LISTENs on ``conn`` (autocommit: a LISTEN in an open transaction waits for its commit).
+
+    ``take()`` returns the payloads that arrived since the previous call, without waiting.
+    Notifications that come in while the connection runs a query are kept by psycopg and
+    returned by the next ``take()``, so none is lost between a look and a query.
+    """
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        if not conn.autocommit:
+            raise ValueError("RollupChanges needs an autocommit connection")
+        self.conn = conn
+        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+
+    def take(self) -> set[str]:
+        return {n.payload for n in self.conn.notifies(timeout=0) if n.channel == CHANNEL}
+
+    def close(self) -> None:
+        """Stop listening (the connection stays open)."""
+        self.conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(CHANNEL)))
