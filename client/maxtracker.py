@@ -1,12 +1,15 @@
 """The max tracker (VoltDB's MaxTracker): poll the window maximum, say when it changes.
 
-Every ``interval_s`` (10 ms, as VoltDB) it reads the maximum over the retained window from the
-rollups (per-second maxima kept exact under deletes, so no index on ``val`` is needed) and prints
-the first value it sees, then each change. At 100 polls a second the query is the plain
-``max(vmax)`` over the window's rollup rows -- the same window as ``slidewin.window_summary``,
-without its sum, count and average -- to keep the tracker's cost on the ingest small. The
-maximum can go down as the window slides past the old maximum -- that is a change too. An
-empty window prints nothing until the first value arrives.
+Every ``interval_s`` (10 ms, as VoltDB) it looks whether the maximum over the retained window
+can have changed, and if so reads it from the rollups (per-second maxima kept exact under
+deletes, so no index on ``val`` is needed) and prints the first value it sees, then each change.
+The max can change only when a transaction changes the rollups -- they signal it
+(``db.changes``), which the tracker reads from its socket without a query -- or when the window
+slides into a new second, past the old maximum. So it queries at most once per commit or second
+instead of 100 times a second, and a change is still seen within one poll interval. The query
+is the plain ``max(vmax)`` over the window's rollup rows -- the same window as
+``slidewin.window_summary``, without its sum, count and average. An empty window prints nothing
+until the first value arrives.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from datetime import datetime, timedelta
 import psycopg
 
 from client.generator import Clock, utc_now
+from db.changes import RollupChanges
 
 WINDOW_MAX_SQL = "SELECT max(vmax) FROM slidewin.rollups WHERE sec > %s AND sec <= %s"
 
@@ -45,7 +49,10 @@ def change_line(before: int, after: int) -> str:
 
 
 class MaxTracker:
-    """Tracks the window max; ``poll`` returns the line to print, or None when unchanged."""
+    """Tracks the window max; ``poll`` returns the line to print, or None when unchanged.
+
+    ``listen=False`` queries at every poll (for a connection that cannot LISTEN, such as one
+    through a transaction-pooling proxy)."""
 
     def __init__(
         self,
@@ -53,17 +60,31 @@ class MaxTracker:
         window_s: int,
         clock: Clock = utc_now,
         emit: Callable[[str], None] | None = None,
+        listen: bool = True,
     ) -> None:
         self.conn, self.window_s, self.clock = conn, window_s, clock
         self.cursor = conn.cursor()
         self.emit = emit
+        self.signals = RollupChanges(conn) if listen else None
         self.current: int | None = None
         self.changes = 0
         self.polls = 0
+        self.queries = 0
+        self._queried_second: datetime | None = None
+
+    def _must_query(self, now: datetime) -> bool:
+        """A change was signalled, or the window has moved since the last query."""
+        changed = self.signals is None or bool(self.signals.take())
+        return changed or now.replace(microsecond=0) != self._queried_second
 
     def poll(self) -> str | None:
-        value = window_max(self.cursor, self.window_s, self.clock())
+        now = self.clock()
         self.polls += 1
+        if not self._must_query(now):
+            return None
+        value = window_max(self.cursor, self.window_s, now)
+        self.queries += 1
+        self._queried_second = now.replace(microsecond=0)
         if value is None or value == self.current:
             return None
         line = initial_line(value) if self.current is None else change_line(self.current, value)

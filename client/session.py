@@ -2,8 +2,8 @@
 
 Threads (each with its own connection, as psycopg connections are not shared across threads):
 - reporter: a report every display interval;
-- max tracker: the window max every 10 ms;
-- freshness: the rollups of pending seconds every 100 ms;
+- max tracker: looks every 10 ms, queries the window max after a change (``client.maxtracker``);
+- freshness: looks every 10 ms, queries the rollups of pending seconds after an insert;
 - deleter (only with ``--no-inline --deleter client``): retention rounds via
   ``jobs.retention.run_until_caught_up``, pausing ``deleteyieldtime`` after a round that filled no
   chunk -- VoltDB's ContinuousDeleter.
@@ -33,6 +33,8 @@ from client.reporter import Failures, Reporter, StoreWatch, Totals, format_repor
 from client.summary import Summary, build_summary
 from db.connect import connect
 from jobs.config import DEFAULT_NAME, RetentionPolicy
+
+FRESHNESS_POLL_S = 0.01
 
 UPSERT_SETTINGS_SQL = """
 INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk, yield_ms, updated_at)
@@ -116,11 +118,10 @@ class ClientSession:
                                  self.failures, self.clock)
         tracker = MaxTracker(self._connect(), self.config.max_window_s, self.clock,
                              emit=self.display.line)
-        fresh_conn = self._connect()
+        fresh_step = self.freshness.poller(self._connect())
         max_every = self.config.maxinterval_ms / 1000
         self._spawn("max", lambda: self._loop("max tracker", max_every, tracker.poll))
-        self._spawn("freshness", lambda: self._loop(
-            "freshness", 0.1, lambda: self.freshness.poll(fresh_conn)))
+        self._spawn("freshness", lambda: self._loop("freshness", FRESHNESS_POLL_S, fresh_step))
         self._spawn("reporter", lambda: self._loop(
             "reporter", self.config.displayinterval, self._report))
         if self.config.runs_deleter:
