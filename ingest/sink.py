@@ -8,7 +8,7 @@ Order inside the transaction (autocommit connection + ``conn.transaction()``):
 2. lock and read the stream state (newest event time committed before this batch);
 3. ``compute(newest_before)`` -> the batch's good rows (deduplicated within the batch) and
    dead letters, classified against that newest time (Spark runs here);
-4. raw rows: COPY straight into their partitions of slidewin.events (one COPY per partition
+4. raw rows: binary COPY straight into their partitions of slidewin.events (one COPY per partition
    written, no tuple routing) inside a SAVEPOINT (fast path); on a unique violation -- a row
    already stored by an earlier batch, file or replay -- roll back to the savepoint and COPY
    into a TEMP staging table, then ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. Either
@@ -39,9 +39,11 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from db.connect import procedure_errors
+from ingest.pgbinary import encode_events
 
 FAULT_ENV = "SLIDEWIN_INGEST_FAULT"
 _CSV = pacsv.WriteOptions(include_header=False)
+EVENTS_COPY = "(part, uuid, val, ts) FROM STDIN (FORMAT binary)"
 MAX_NAMED_PART = 999  # partitions are named events_p000 .. events_p999 (three digits)
 
 
@@ -217,24 +219,25 @@ def insert_events(conn: psycopg.Connection, good: pa.Table) -> tuple[int, str]:
     try:
         with conn.transaction():  # SAVEPOINT: a unique violation undoes only these COPYs
             for table, piece in by_partition(rows):
-                _copy(conn, f"COPY {table} (part, uuid, val, ts) FROM STDIN (FORMAT csv)", piece)
+                _copy(conn, f"COPY {table} {EVENTS_COPY}", piece)
         return good.num_rows, "copy"
     except psycopg.errors.UniqueViolation:
-        return _insert_via_staging(conn, to_csv(rows)), "staging"
+        return _insert_via_staging(conn, encode_events(rows)), "staging"
 
 
 def by_partition(rows: pa.Table) -> Iterator[tuple[str, bytes]]:
-    """(table, CSV) per COPY: each partition's rows straight into its table (no tuple routing;
-    the partitions carry the same rollup triggers, and PostgreSQL checks each row against the
-    partition's bound), or all rows through slidewin.events if a part has no such name."""
+    """(table, binary COPY data) per COPY: each partition's rows straight into its table (no
+    tuple routing; the partitions carry the same rollup triggers, and PostgreSQL checks each row
+    against the partition's bound), or all rows through slidewin.events if a part has no such
+    name. Binary, not CSV: see ``ingest.pgbinary``."""
     bounds = pc.min_max(rows["part"]).as_py()
     if rows["part"].null_count or bounds["min"] < 0 or bounds["max"] > MAX_NAMED_PART:
-        yield "slidewin.events", to_csv(rows)
+        yield "slidewin.events", encode_events(rows)
         return
     rows, offset = rows.sort_by("part"), 0
     for entry in pc.value_counts(rows["part"]).to_pylist():  # sorted: in part order
         count = entry["counts"]
-        yield f"slidewin.events_p{entry['values']:03d}", to_csv(rows.slice(offset, count))
+        yield f"slidewin.events_p{entry['values']:03d}", encode_events(rows.slice(offset, count))
         offset += count
 
 
@@ -243,7 +246,7 @@ def _insert_via_staging(conn: psycopg.Connection, data: bytes) -> int:
         "CREATE TEMP TABLE IF NOT EXISTS ingest_staging "
         "(part smallint, uuid text, val bigint, ts timestamptz) ON COMMIT DELETE ROWS"
     )
-    _copy(conn, "COPY ingest_staging (part, uuid, val, ts) FROM STDIN (FORMAT csv)", data)
+    _copy(conn, f"COPY ingest_staging {EVENTS_COPY}", data)
     cur = conn.execute(
         "INSERT INTO slidewin.events (part, uuid, val, ts) "
         "SELECT part, uuid, val, ts FROM ingest_staging ON CONFLICT DO NOTHING"
