@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from db.connect import connect
 from db.errors import SlidewinError
 from db.schema import init_schema
 
@@ -28,7 +29,7 @@ def with_database(dsn: str, name: str) -> str:
 def create_database(admin_dsn: str, prefix: str = "slidewin_bench") -> str:
     """Create an empty database named ``<prefix>_<random>``; return a DSN for it."""
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+    with connect(admin_dsn, autocommit=True) as conn:
         try:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         except psycopg.Error as exc:
@@ -42,7 +43,7 @@ def create_database(admin_dsn: str, prefix: str = "slidewin_bench") -> str:
 def drop_database(admin_dsn: str, dsn: str) -> None:
     """Drop the database ``dsn`` names, even with connections still open to it."""
     name = str(conninfo_to_dict(dsn)["dbname"])
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+    with connect(admin_dsn, autocommit=True) as conn:
         statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
         conn.execute(statement.format(sql.Identifier(name)))
 
@@ -62,7 +63,7 @@ def scratch_database(
     progress(f"benchmark database {name} created")
     try:
         if partitions is not None:
-            with psycopg.connect(dsn) as conn:
+            with connect(dsn) as conn:
                 init_schema(conn, partitions)
         yield dsn
     finally:
