@@ -42,6 +42,8 @@ def bench_client(app: AppContext, seconds: float, repeats: int, events: int,
       slidewin bench client --skip-ingest --seconds 5
       slidewin bench client --events 500k --ingest-repeats 3
     """
+    if not skip_ingest:
+        app.check_database()
     gen = {}
     for fmt in FORMATS:
         gen[fmt] = generator_rate(fmt, seconds, repeats)

@@ -48,6 +48,7 @@ def bench_queries(app: AppContext, as_json: bool, **options: object) -> None:
       slidewin --dsn postgresql://postgres@127.0.0.1/postgres bench queries --rows 500k
       slidewin bench queries --rows 20k --seconds 4 --copy-rows 0 --repeat 20
     """
+    app.check_database()
     spec = QueryBenchSpec(**options)  # type: ignore[arg-type]
     # SIGTERM unwinds like Ctrl-C, so the benchmark database is dropped either way
     previous = signal.signal(signal.SIGTERM, _interrupt)

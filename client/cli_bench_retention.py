@@ -55,6 +55,7 @@ def bench_retention(
         chunk=chunk, yield_=yield_, partitions=partitions, workers=workers, batch_ms=batch_ms,
         keep=keep,
     )
+    app.check_database()
     result = run_retention_bench(app.dsn, spec, app.progress)
     click.echo(
         f"inserted {result['rows_inserted']} rows ({result['rate_achieved']}/s of "

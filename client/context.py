@@ -38,6 +38,11 @@ class AppContext:
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
         return connect(self.dsn, autocommit=autocommit)
 
+    def check_database(self) -> None:
+        """Fail now, with the fix, if the database cannot be reached (before long work)."""
+        with self.connect():
+            pass
+
     def progress(self, message: str) -> None:
         """Progress goes to stderr, never mixed with data on stdout; -q silences it."""
         if not self.quiet:

@@ -105,6 +105,14 @@ def test_unreachable_database_is_explained_before_anything_starts(tmp_path):
     assert not (tmp_path / "landing").exists()
 
 
+@pytest.mark.parametrize("bench", ["queries", "ingest", "retention", "client"])
+def test_benchmarks_explain_an_unreachable_database_before_they_start(bench, tmp_path):
+    result = _run(["--data-dir", str(tmp_path), "bench", bench])
+    assert result.exit_code == 1, result.output
+    assert "cannot connect to PostgreSQL" in result.output
+    assert "generat" not in result.output and "Traceback" not in result.output
+
+
 def test_demo_missing_java_is_explained_before_anything_starts(tmp_path):
     env = {"JAVA_HOME": str(tmp_path / "no-java-here"), "PATH": "/nonexistent"}
     result = _run(["--data-dir", str(tmp_path), "demo", "--duration", "10"], env=env)
