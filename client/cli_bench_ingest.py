@@ -8,7 +8,7 @@ import click
 
 from client.cli_bench import bench
 from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT, DURATION
+from client.params import COUNT, DURATION, DurationType
 
 
 @bench.command("ingest")
@@ -22,8 +22,9 @@ from client.params import COUNT, DURATION
 @click.option("--max-files-per-trigger", type=click.IntRange(1), default=2, show_default=True,
               help="Files per micro-batch in the end-to-end run.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@click.option("--freshness-seconds", type=click.IntRange(5, 600), default=30, show_default=True,
-              help="Length of the rate-limited freshness run (one file per second).")
+@click.option("--freshness-seconds", type=DurationType(minimum=timedelta(seconds=5)),
+              default="30s", show_default=True,
+              help="Length of the rate-limited freshness run (one file per second), 5s to 10m.")
 @click.option("--freshness-rate", type=COUNT, default="5k", show_default=True,
               help="Events per file (= per second) in the freshness run.")
 @click.option("--trigger", type=DURATION, default="1s", show_default=True,
@@ -37,7 +38,7 @@ def bench_ingest(
     rows_per_file: int,
     max_files_per_trigger: int,
     master: str,
-    freshness_seconds: int,
+    freshness_seconds: timedelta,
     freshness_rate: int,
     trigger: timedelta,
     as_json: bool,
@@ -53,12 +54,19 @@ def bench_ingest(
     """
     from ingest.bench import BenchOptions, run_bench
 
+    if freshness_seconds > timedelta(minutes=10):
+        raise click.BadParameter(
+            f"{freshness_seconds} is over the maximum 10m; use a shorter run",
+            param_hint="--freshness-seconds",
+        )
+
     opts = BenchOptions(
         events=events, format=fmt, rows_per_file=rows_per_file,
         max_files_per_trigger=max_files_per_trigger, master=master,
-        freshness_seconds=float(freshness_seconds), freshness_rate=freshness_rate,
+        freshness_seconds=freshness_seconds.total_seconds(), freshness_rate=freshness_rate,
         trigger=trigger,
     )
+    app.check_database()
     report = run_bench(app.dsn, opts, app.progress)
     if as_json:
         emit_json(report)
