@@ -51,7 +51,8 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--deleteyieldtime", type=DURATION_MS, default="100", show_default=True,
                  help="Pause after a delete round that found little to do (ms; e.g. 100, 1s)."),
     click.option("--maxinterval", type=DURATION_MS, default="10", show_default=True,
-                 help="How often the max tracker polls the window maximum (ms; VoltDB: 10)."),
+                 help="How often the max tracker looks for a change of the window maximum "
+                      "(ms; VoltDB: 10); it queries only after a commit or a new second."),
     click.option("--seed", type=int, default=None,
                  help="Seed for the random events (default: a fresh one each run)."),
     click.option("--landing", type=click.Path(file_okay=False, path_type=Path), default=None,
