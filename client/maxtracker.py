@@ -71,11 +71,14 @@ class MaxTracker:
         self.polls = 0
         self.queries = 0
         self._queried_second: datetime | None = None
+        self._stale = True
 
     def _must_query(self, now: datetime) -> bool:
-        """A change was signalled, or the window has moved since the last query."""
-        changed = self.signals is None or bool(self.signals.take())
-        return changed or now.replace(microsecond=0) != self._queried_second
+        """A change was signalled since the last successful query (a failed one is retried at
+        the next poll), or the window has moved since then."""
+        if self.signals is None or self.signals.take():
+            self._stale = True
+        return self._stale or now.replace(microsecond=0) != self._queried_second
 
     def poll(self) -> str | None:
         now = self.clock()
@@ -84,7 +87,7 @@ class MaxTracker:
             return None
         value = window_max(self.cursor, self.window_s, now)
         self.queries += 1
-        self._queried_second = now.replace(microsecond=0)
+        self._queried_second, self._stale = now.replace(microsecond=0), False
         if value is None or value == self.current:
             return None
         line = initial_line(value) if self.current is None else change_line(self.current, value)

@@ -111,6 +111,28 @@ def test_the_max_tracker_queries_only_after_a_change_or_a_new_second(conn, store
         assert tracker.queries == quiet + 2
 
 
+def test_a_query_that_fails_after_a_signal_is_retried_at_the_next_poll(conn, store_dsn):
+    now = [at(0.5)]
+    with psycopg.connect(store_dsn, autocommit=True) as tconn:
+        tracker = MaxTracker(tconn, 30, clock=lambda: now[0])
+        insert_events(conn, [Event("a", 300, at(0.1))], 8)
+        tracker.poll()
+        settle(tracker.signals)
+        tracker.cursor.close()  # the next query fails
+        insert_events(conn, [Event("b", 700, at(0.2))], 8)
+        failed, deadline = False, time.monotonic() + 5
+        while not failed and time.monotonic() < deadline:
+            try:
+                tracker.poll()  # queries (and fails) once the insert's signal is taken
+            except psycopg.Error:
+                failed = True
+            tconn.execute("SELECT 1")
+        assert failed
+        tracker.cursor = tconn.cursor()
+        tracker.poll()  # same second, no new signal: still queries
+        assert tracker.current == 700
+
+
 def test_without_listen_the_tracker_queries_every_poll(conn):
     tracker = MaxTracker(conn, 30, clock=lambda: at(0.5), listen=False)
     for _ in range(3):
