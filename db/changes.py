@@ -34,7 +34,3 @@ class RollupChanges:
 
     def take(self) -> set[str]:
         return {n.payload for n in self.conn.notifies(timeout=0) if n.channel == CHANNEL}
-
-    def close(self) -> None:
-        """Stop listening (the connection stays open)."""
-        self.conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(CHANNEL)))
