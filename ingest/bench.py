@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from db.scratch import scratch_database
 from ingest.config import IngestConfig
 from ingest.runner import Prepared, preflight, run
-from ingest.sink import EVENTS_COPY, BatchResult, by_partition
+from ingest.sink import BatchResult, insert_events
 
 FILE_EXT = {"parquet": "parquet", "json": "jsonl", "csv": "csv"}
 
@@ -118,9 +118,7 @@ def copy_limit(dsn: str, table: pa.Table, rows_per_file: int) -> float:
         for offset in range(0, table.num_rows, rows_per_file):
             chunk = table.slice(offset, rows_per_file).select(["part", "uuid", "val", "ts"])
             with conn.transaction():
-                for name, data in by_partition(chunk):
-                    with conn.cursor().copy(f"COPY {name} {EVENTS_COPY}") as copy:
-                        copy.write(data)
+                insert_events(conn, chunk)
     return table.num_rows / (time.perf_counter() - started)
 
 
