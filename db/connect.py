@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,6 +49,43 @@ def connect(dsn: str, *, autocommit: bool = False, timeout_s: int = 10) -> psyco
         ) from None
 
 
+class ThreadConnections:
+    """One autocommit connection per thread, opened on first use (and again once closed or
+    broken) and prepared by ``setup``; ``close_all`` closes every one (psycopg connections are
+    not shared across threads)."""
+
+    def __init__(
+        self, dsn: str, setup: Callable[[psycopg.Connection], object] = lambda _c: None
+    ) -> None:
+        self._dsn, self._setup = dsn, setup
+        self._local = threading.local()
+        self._opened: list[psycopg.Connection] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> psycopg.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = connect(self._dsn, autocommit=True)
+            self._setup(conn)
+            self._local.conn = conn
+            with self._lock:
+                self._opened.append(conn)
+        return conn
+
+    def drop(self) -> None:
+        """Close this thread's connection (the next ``get`` opens a fresh one)."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            for conn in self._opened:
+                conn.close()
+            self._opened.clear()
+
+
 @contextmanager
 def procedure_errors() -> Iterator[None]:
     """Turn a procedure's invalid_parameter_value into ProcedureError (message kept)."""
@@ -61,4 +99,7 @@ def procedure_errors() -> Iterator[None]:
         raise ProcedureError(text) from None
 
 
-__all__ = ["SlidewinError", "connect", "ensure_embedded", "procedure_errors", "resolve_dsn"]
+__all__ = [
+    "SlidewinError", "ThreadConnections", "connect", "ensure_embedded", "procedure_errors",
+    "resolve_dsn",
+]

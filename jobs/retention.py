@@ -25,7 +25,6 @@ retained window is hot in memory, where 1.1 is the honest figure, and the TID sc
 
 from __future__ import annotations
 
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from typing import TypeVar
 
 import psycopg
 
-from db.connect import connect, procedure_errors
+from db.connect import ThreadConnections, procedure_errors
 from db.retention import nibble, partition_keys
 from jobs.config import RetentionPolicy
 from jobs.errors import ConnectionModeError
@@ -96,35 +95,21 @@ class NibblePool:
 
     def __init__(self, dsn: str, workers: int) -> None:
         self.workers = workers
-        self._dsn = dsn
-        self._local = threading.local()
-        self._conns: list[psycopg.Connection] = []
-        self._lock = threading.Lock()
+        self._conns = ThreadConnections(dsn, prepare_session)
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="nibble")
 
     def map(self, fn: Callable[[psycopg.Connection, int], T], parts: list[int]) -> list[T]:
         """``fn(conn, part)`` for every part; waits for all of them even when one fails, so
         no nibble of this round is still running once the round releases its lock."""
-        futures = [self._executor.submit(lambda p=part: fn(self._conn(), p)) for part in parts]
+        futures = [
+            self._executor.submit(lambda p=part: fn(self._conns.get(), p)) for part in parts
+        ]
         wait(futures)
         return [f.result() for f in futures]
 
-    def _conn(self) -> psycopg.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.broken:
-            conn = connect(self._dsn, autocommit=True)
-            prepare_session(conn)
-            self._local.conn = conn
-            with self._lock:
-                self._conns.append(conn)
-        return conn
-
     def close(self) -> None:
         self._executor.shutdown(wait=True)
-        with self._lock:
-            for conn in self._conns:
-                conn.close()
-            self._conns.clear()
+        self._conns.close_all()
 
 
 def run_round(

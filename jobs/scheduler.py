@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 from apscheduler.executors.pool import ThreadPoolExecutor
 
-from db.connect import connect
+from db.connect import ThreadConnections
 from db.errors import SlidewinError
 from jobs.config import RetentionPolicy
 from jobs.errors import JobError
@@ -48,11 +48,10 @@ class Runtime:
     stop: threading.Event = field(default_factory=threading.Event)
     report: Callable[[str], None] = lambda _msg: None
     on_round: Callable[[RoundResult], None] | None = None
-    local: threading.local = field(default_factory=threading.local)
-    opened: list[psycopg.Connection] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     pools: dict[tuple[str, int], NibblePool] = field(default_factory=dict)
     vacuums: list[BackgroundVacuum] = field(default_factory=list)
+    conns: ThreadConnections = field(init=False)  # each job thread's own connection
 
     def vacuum(self) -> BackgroundVacuum:
         """The one background vacuumer of this scheduler (started on first use)."""
@@ -71,21 +70,14 @@ class Runtime:
                 self.pools[key] = NibblePool(self.dsn, workers)
             return self.pools[key]
 
+    def __post_init__(self) -> None:
+        self.conns = ThreadConnections(self.dsn, no_jit)
+
     def connection(self) -> psycopg.Connection:
-        conn = getattr(self.local, "conn", None)
-        if conn is None or conn.closed or conn.broken:
-            conn = connect(self.dsn, autocommit=True)
-            no_jit(conn)
-            self.local.conn = conn
-            with self.lock:
-                self.opened.append(conn)
-        return conn
+        return self.conns.get()
 
     def drop_connection(self) -> None:
-        conn = getattr(self.local, "conn", None)
-        self.local.conn = None
-        if conn is not None:
-            conn.close()
+        self.conns.drop()
 
     def close(self) -> None:
         with self.lock:
@@ -95,9 +87,7 @@ class Runtime:
             for pool in self.pools.values():
                 pool.close()
             self.pools.clear()
-            for conn in self.opened:
-                conn.close()
-            self.opened.clear()
+        self.conns.close_all()
 
 
 _RUNTIME: Runtime | None = None
