@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from db.events import partition_of
+from ingest.batch import GOOD_SCHEMA
 from ingest.sink import BatchRows, InlineRetention, write_batch
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state
@@ -22,15 +23,6 @@ def iconn(conn):
     return clean_ingest_state(conn)
 
 
-GOOD = pa.schema(
-    [
-        ("part", pa.int16()),
-        ("uuid", pa.string()),
-        ("val", pa.int64()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("copies", pa.int64()),
-    ]
-)
 BAD = pa.schema(
     [
         ("source", pa.string()),
@@ -53,7 +45,7 @@ def rows(events, bad=()) -> BatchRows:
             }
             for u, v, s, c in events
         ],
-        schema=GOOD,
+        schema=GOOD_SCHEMA,
     )
     dead = pa.Table.from_pylist(
         [{"source": "f.jsonl", "reason": r, "detail": None, "raw": raw} for r, raw in bad],
