@@ -148,7 +148,9 @@ def _parse_ts(ts_s: Column) -> Column:
 
 
 def parse_parquet(df: DataFrame) -> DataFrame:
-    """Typed Parquet rows -> the same columns as ``parse_text``; raw is the row as JSON."""
+    """Typed Parquet rows -> the columns of ``parse_text`` but ``raw``, which ``batch_output``
+    renders as JSON for rejected rows only (``_raw``). The reason is staged in a projection
+    of its own: repeated in the detail, Spark evaluated every rule twice per row."""
     uuid = F.col("uuid")
     missing = (
         F.when(uuid.isNull() | (uuid == F.lit("")), F.lit("uuid"))
@@ -159,10 +161,18 @@ def parse_parquet(df: DataFrame) -> DataFrame:
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
     ]
+    columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts"))]
+    return _with_reason(df, rules, columns)
+
+
+def _raw(df: DataFrame) -> Column:
+    """The raw text of a row: the line for text files; for Parquet (no ``raw`` column) the row
+    as JSON, built only where it is used -- for rejected rows -- since Spark evaluates every
+    column a projection outputs for every row (carried along, it cost about half the plan)."""
+    if "raw" in df.columns:
+        return F.col("raw")
     iso = F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
-    raw = F.to_json(F.struct("uuid", "val", iso.alias("ts")))
-    columns = [F.col("source"), _clean(raw).alias("raw"), *map(F.col, ("uuid", "val", "ts"))]
-    return _with_reason(df, rules, columns, cheap=True)
+    return _clean(F.to_json(F.struct("uuid", "val", iso.alias("ts"))))
 
 
 def classify(df: DataFrame, limits: Limits) -> DataFrame:
@@ -178,7 +188,7 @@ def classify(df: DataFrame, limits: Limits) -> DataFrame:
         rules.append((ts < F.lit(horizon), "expired", _got("ts before the retention horizon", ts)))
     if newest is not None:
         rules.append((ts < F.lit(newest - limits.grace), "late", _got("ts later than grace", ts)))
-    columns = [F.col(c) for c in ("source", "raw", "uuid", "val", "ts")]
+    columns = [F.col(c) for c in ("source", "raw", "uuid", "val", "ts") if c in df.columns]
     return _with_reason(df, rules, columns, cheap=True)
 
 
@@ -195,7 +205,7 @@ def batch_output(df: DataFrame, partitions: int) -> DataFrame:
         "reason",
         F.when(~ok, F.col("source")).alias("source"),
         F.when(~ok, F.col("detail")).alias("detail"),
-        F.when(~ok, F.col("raw")).alias("raw"),
+        F.when(~ok, _raw(df)).alias("raw"),
     )
 
 
@@ -217,7 +227,9 @@ def good_rows(df: DataFrame, partitions: int) -> DataFrame:
 
 def bad_rows(df: DataFrame) -> DataFrame:
     """Rejected rows for the dead-letter table: ``source, reason, detail, raw``."""
-    return df.where(F.col("reason").isNotNull()).select(*BAD_COLUMNS)
+    return df.where(F.col("reason").isNotNull()).select(
+        "source", "reason", "detail", _raw(df).alias("raw")
+    )
 
 
 def partition_expr(uuid: Column, partitions: int) -> Column:
@@ -228,7 +240,12 @@ def partition_expr(uuid: Column, partitions: int) -> Column:
 
 
 def _bad_uuid(uuid: Column) -> Column:
-    return (F.length(uuid) > F.lit(MAX_UUID_CHARS)) | F.instr(uuid, "\u0000").__gt__(F.lit(0))
+    """Too long or holding NUL; characters are counted only when the bytes could be too many
+    (a UTF-8 character is at least one byte), which spares the count for almost every row."""
+    too_long = (F.octet_length(uuid) > F.lit(MAX_UUID_CHARS)) & (
+        F.length(uuid) > F.lit(MAX_UUID_CHARS)
+    )
+    return too_long | uuid.contains("\u0000")
 
 
 def _clean(raw: Column) -> Column:

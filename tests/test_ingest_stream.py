@@ -177,11 +177,12 @@ def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
 def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
     land = tmp_path / "landing"
     land.mkdir()
+    wide = "\u00e9" * 200  # 200 characters (the limit), 400 bytes
     table = pa.table(
         {
-            "uuid": ["p1", "p2", None, "p1"],
-            "val": pa.array([1, None, 3, 1], pa.int64()),
-            "ts": pa.array([T0, T0, T0, T0], pa.timestamp("us", tz="UTC")),
+            "uuid": ["p1", "p2", None, "p1", wide, wide + "\u00e9", "nul\x00"],
+            "val": pa.array([1, None, 3, 1, 2, 2, 2], pa.int64()),
+            "ts": pa.array([T0] * 7, pa.timestamp("us", tz="UTC")),
         }
     )
     pq.write_table(table, land / ".tmp-part")
@@ -189,18 +190,22 @@ def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
     other_schema = pa.table({"uuid": ["q1"], "val": ["not a number"], "ts": ["noon"]})
     pq.write_table(other_schema, land / "alien.parquet")
     ingest_once(spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=5)
-    assert stored_rows(iconn) == {("p1", 1, T0)}
+    assert stored_rows(iconn) == {("p1", 1, T0), (wide, 2, T0)}
     dead = iconn.execute(
         "SELECT source, reason, raw FROM slidewin.dead_letters WHERE source = 'batch.parquet'"
     )
-    got = [(s, r, json.loads(raw)) for s, r, raw in dead.fetchall()]
-    assert [(s, r) for s, r, _ in got] == [("batch.parquet", "missing_field")] * 2
-    assert {g[2].get("uuid") for g in got} == {"p2", None}
+    got = {(r, json.loads(raw).get("uuid")) for _, r, raw in dead}
+    assert got == {
+        ("missing_field", "p2"),
+        ("missing_field", None),
+        ("bad_uuid", wide + "\u00e9"),
+        ("bad_uuid", "nul\x00"),
+    }
     alien = iconn.execute(
         "SELECT reason, raw FROM slidewin.dead_letters WHERE source = 'alien.parquet'"
     ).fetchall()
     assert alien == [("unreadable_file", str(land / "alien.parquet"))]
-    assert markers(iconn) == [(0, 5, 1, 1, 3)]
+    assert markers(iconn) == [(0, 8, 2, 1, 5)]
 
 
 def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, iconn, tmp_path):
