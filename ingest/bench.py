@@ -5,8 +5,9 @@ One run measures, side by side on the same generated events:
 (a) ``copy_limit_rows_per_s`` -- the raw COPY limit: the same rows, the same schema (rollup
     triggers included), the sink's own binary COPY into each partition, no Spark;
 (b) ``ingest_events_per_s`` -- end to end through the code path of ``slidewin ingest --once``
-    (``ingest.runner.run``), from the query's start to the last batch's commit; the JVM's start
-    is reported apart (``spark_startup_s``) because a long-running ingest pays it once;
+    (``ingest.runner.run``), from the query's start to the last batch's commit; the JVM's start is
+    reported apart (``spark_startup_s``) because a long-running ingest pays it once, and so is
+    whether the JVM had its class cache (``spark_class_cache``: used, created or off);
 (c) ``freshness_p95_s`` -- a rate-limited streaming run: files appear over time, each holding
     one second of event time; per file, the time from its rename into the landing directory to
     its second being visible in slidewin.rollups; the 95th percentile;
@@ -42,7 +43,7 @@ import pyarrow.parquet as pq
 
 from db.scratch import scratch_database
 from ingest.config import IngestConfig
-from ingest.runner import Prepared, preflight, run
+from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
 from ingest.sink import BatchResult, insert_events
 
 FILE_EXT = {"parquet": "parquet", "json": "jsonl", "csv": "csv"}
@@ -282,7 +283,7 @@ def p95(values: list[float]) -> float | None:
 def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> dict:
     """Run (a)-(d) and return the report (the JSON line's keys)."""
     from ingest.java import check_java
-    from ingest.spark import build_session, jvm_pid, stop_session
+    from ingest.spark import build_session, class_cache_state, jvm_pid, stop_session
 
     check_java()
     work = Path(tempfile.mkdtemp(prefix="slidewin-bench-"))
@@ -300,11 +301,14 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
         started = time.perf_counter()
         spark = build_session(opts.master)
         report["spark_startup_s"] = round(time.perf_counter() - started, 2)
+        report["spark_class_cache"] = class_cache_state(spark)
         try:
             with RssSampler(jvm_pid(spark)) as rss:
                 _measure_stream(spark, dsn, work, opts, report, progress)
             report["driver_rss_mb"] = round(rss.peak / 2**20)
         finally:
+            if report["spark_class_cache"] == "created":
+                progress(CLASS_CACHE_NOTE)
             stop_session(spark)
         copy_rate = report["copy_limit_rows_per_s"]
         report["ratio"] = round(report["ingest_events_per_s"] / copy_rate, 3) if copy_rate else None

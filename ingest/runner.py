@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 
 STOP_WAIT_S = 30.0
+CLASS_CACHE_NOTE = (
+    "saving the JVM's class cache for faster Spark starts (once per Java and PySpark, "
+    "about 10 s; SLIDEWIN_CLASS_CACHE=off skips it)"
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ def run(
     With ``spark`` given (tests share one session) the queries are stopped but the session is
     left running; otherwise the session is built here and stopped, JVM included, at the end.
     """
-    from ingest.spark import build_session, stop_session
+    from ingest.spark import build_session, class_cache_state, stop_session
     from ingest.stream import BatchHandler, start_stream
 
     config, stop = prepared.config, stop or threading.Event()
@@ -127,6 +131,8 @@ def run(
         for name in config.stream_names:
             tidy_last_batch(config, name)
         if owned:
+            if class_cache_state(session) == "created":
+                progress(CLASS_CACHE_NOTE)
             stop_session(session)
     return totals
 

@@ -4,8 +4,9 @@ Defaults suit a laptop or a small VM: ``local[*]``, the UI off (it opens a port 
 unless asked for, Spark's log at WARN from the first line (``spark.log.level``), few shuffle
 partitions (the default 200 makes tiny tasks that dominate a micro-batch), UTC as the session
 time zone (naive ISO timestamps mean UTC), Arrow for ``toArrow``/``toPandas``, and a bounded
-driver heap. ``stop_session`` also closes the py4j gateway and waits for the JVM to exit, so a
-stopped ingest leaves no JVM behind.
+driver heap, and a class-data-sharing archive for a faster start (``ingest.classcache``).
+``stop_session`` also closes the py4j gateway and waits for the JVM to exit, so a stopped
+ingest leaves no JVM behind.
 """
 
 from __future__ import annotations
@@ -16,10 +17,15 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ingest.classcache import ClassCache, class_cache
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_DRIVER_MEMORY = "1g"
+DUMP_TIMEOUT_S = 180.0
+# the class cache each live session's JVM writes as it stops (None: it uses one, or has none)
+_DUMPS: dict[int, ClassCache | None] = {}
 # The throughput collector, not the default G1: G1's concurrent marking and refinement threads
 # compete with the tasks and with PostgreSQL on a small machine. Measured with
 # ``slidewin bench ingest`` on 2 cores: the first (JIT-heavy) batch 4.0 s instead of 5.7 s and
@@ -58,6 +64,7 @@ def session_conf(
     ui: bool = False,
     shuffle_partitions: int | None = None,
     driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    java_options: str = "",
 ) -> dict[str, str]:
     """The Spark settings slidewin runs with (pure: testable without a JVM)."""
     partitions = shuffle_partitions or max(2, os.cpu_count() or 2)
@@ -76,8 +83,8 @@ def session_conf(
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.driver.memory": driver_memory,
         "spark.driver.extraJavaOptions": (
-            f"{DRIVER_GC} -Dlog4j2.configurationFile=file:{log4j_file()}"
-        ),
+            f"{DRIVER_GC} -Dlog4j2.configurationFile=file:{log4j_file()} {java_options}"
+        ).strip(),
     }
 
 
@@ -90,20 +97,37 @@ def build_session(
 ) -> SparkSession:
     """Start (or join) the process's SparkSession with slidewin's settings."""
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning
+    new_jvm = SparkContext._gateway is None
+    cache = class_cache() if new_jvm else None
     builder = SparkSession.builder
     conf = session_conf(
-        master, ui=ui, shuffle_partitions=shuffle_partitions, driver_memory=driver_memory
+        master,
+        ui=ui,
+        shuffle_partitions=shuffle_partitions,
+        driver_memory=driver_memory,
+        java_options=cache.java_options() if cache else "",
     )
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     _plain_checkpoint_files(spark)
+    _DUMPS[id(spark)] = cache if cache is not None and not cache.ready else None
     return spark
+
+
+def class_cache_state(spark: SparkSession) -> str:
+    """``created`` when this session's JVM writes the class cache as it stops, ``used`` when
+    it started from one, ``off`` when it has none (see ``ingest.classcache``)."""
+    if _DUMPS.get(id(spark)) is not None:
+        return "created"
+    cache = class_cache()
+    return "used" if cache is not None and cache.ready else "off"
 
 
 CHECKPOINT_MANAGERS = (
@@ -138,6 +162,9 @@ def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
 
     gateway = spark.sparkContext._gateway
     proc = getattr(gateway, "proc", None)
+    dump = _DUMPS.pop(id(spark), None)
+    if dump is not None:
+        timeout_s = max(timeout_s, DUMP_TIMEOUT_S)  # the JVM writes its class cache as it exits
     spark.stop()
     try:
         gateway.shutdown()
@@ -154,3 +181,5 @@ def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
     except Exception:
         proc.kill()
         proc.wait(timeout=timeout_s)
+    if dump is not None:
+        dump.keep_dump(proc.returncode)
