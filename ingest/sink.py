@@ -28,7 +28,8 @@ import io
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -116,9 +117,34 @@ def write_batch(
     return replace(result, seconds=time.monotonic() - started)
 
 
+@dataclass
+class _Tally:
+    """What the batch's end needs of the rows written, kept per chunk instead of the rows
+    themselves, so a batch of many files holds one chunk in memory, not the whole batch."""
+
+    good_rows: int = 0
+    valid: int = 0  # good rows counted with their in-batch copies
+    max_ts: datetime | None = None
+    parts: Counter[int] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+    rejected: int = 0
+
+    def add(self, rows: BatchRows) -> None:
+        good, bad = rows.good, rows.bad
+        if good.num_rows:
+            self.good_rows += good.num_rows
+            self.valid += int(pc.sum(good["copies"]).as_py() or 0)
+            chunk_max = pc.max(good["ts"]).as_py()
+            self.max_ts = chunk_max if self.max_ts is None else max(self.max_ts, chunk_max)
+            self.parts.update(_value_counts(good["part"]))
+        if bad.num_rows:
+            self.rejected += bad.num_rows
+            self.reasons.update(_value_counts(bad["reason"]))
+
+
 @dataclass(frozen=True)
 class _Written:
-    rows: BatchRows
+    tally: _Tally
     accepted: int
     path: str
     compute_s: float
@@ -126,7 +152,7 @@ class _Written:
 
 def _write_chunks(conn: psycopg.Connection, chunks: Iterable[BatchRows], batch_id: int) -> _Written:
     """Write each chunk while the next one is computed (at most one write in flight)."""
-    goods, bads, paths, accepted, compute_s = [], [], [], 0, 0.0
+    tally, paths, accepted, compute_s = _Tally(), [], 0, 0.0
     source, pending = iter(chunks), None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slidewin-sink") as pool:
         try:
@@ -139,28 +165,24 @@ def _write_chunks(conn: psycopg.Connection, chunks: Iterable[BatchRows], batch_i
                     accepted, paths = accepted + done[0], [*paths, done[1]]
                 if rows is None:
                     break
-                goods.append(rows.good)
-                bads.append(rows.bad)
+                tally.add(rows)
                 pending = pool.submit(_write_chunk, conn, rows, batch_id)
+                del rows  # the writer holds the chunk until it is written
         finally:
             if pending is not None:  # never leave the transaction while a COPY still runs
                 wait([pending])
-    merged = BatchRows(_concat(goods), _concat(bads))
     label = "+".join(sorted(set(paths) - {"empty"})) or "empty"
-    return _Written(merged, accepted, label, compute_s)
+    return _Written(tally, accepted, label, compute_s)
+
+
+def _value_counts(values: pa.ChunkedArray) -> dict:
+    return {e["values"]: e["counts"] for e in pc.value_counts(values).to_pylist()}
 
 
 def _write_chunk(conn: psycopg.Connection, rows: BatchRows, batch_id: int) -> tuple[int, str]:
     accepted, path = insert_events(conn, rows.good)
     copy_dead_letters(conn, rows.bad, batch_id)
     return accepted, path
-
-
-def _concat(tables: list[pa.Table]) -> pa.Table:
-    tables = [t for t in tables if t is not None]
-    if not tables:
-        return pa.table({})
-    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
@@ -187,13 +209,23 @@ def _finish(
     written: _Written,
     inline: InlineRetention | None,
 ) -> BatchResult:
-    rows = written.rows
-    max_ts = _max_ts(rows.good)
+    tally = written.tally
+    max_ts = tally.max_ts
     newest = conn.execute("SELECT slidewin.ingest_advance(%s, %s)", (state_key, max_ts))
     newest = newest.fetchone()[0]
-    nibbled = nibble_written(conn, rows.good, newest, inline) if inline else 0
-    result = _count(
-        query_id, batch_id, rows, written.accepted, max_ts, newest, nibbled, written.path
+    nibbled = nibble_written(conn, tally.parts, newest, inline) if inline else 0
+    result = BatchResult(
+        query_id=query_id,
+        batch_id=batch_id,
+        rows_in=tally.valid + tally.rejected,
+        accepted=written.accepted,
+        duplicates=tally.valid - written.accepted,
+        rejected=tally.rejected,
+        by_reason=dict(tally.reasons),
+        max_ts=max_ts,
+        newest_ts=newest,
+        nibbled=nibbled,
+        path=written.path,
     )
     conn.execute(
         "UPDATE slidewin.ingest_batches SET rows_in = %s, accepted = %s, duplicates = %s, "
@@ -271,7 +303,10 @@ def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) ->
 
 
 def nibble_written(
-    conn: psycopg.Connection, good: pa.Table, newest: datetime | None, inline: InlineRetention
+    conn: psycopg.Connection,
+    written: Mapping[int, int],
+    newest: datetime | None,
+    inline: InlineRetention,
 ) -> int:
     """Nibble each partition this batch wrote, in partition order, to the inline limits.
 
@@ -286,12 +321,10 @@ def nibble_written(
     cutoff = newest - inline.history if inline.history is not None and newest else None
     if cutoff is None and inline.max_rows is None:
         return 0
-    counts = pc.value_counts(good["part"]).to_pylist() if good.num_rows else []
     targets = _row_targets(conn, inline.max_rows) if inline.max_rows is not None else {}
     total = 0
-    for entry in sorted(counts, key=lambda e: e["values"]):
-        part = entry["values"]
-        total += _nibble_part(conn, part, entry["counts"], cutoff, targets.get(part), inline)
+    for part in sorted(written):
+        total += _nibble_part(conn, part, written[part], cutoff, targets.get(part), inline)
     return total
 
 
@@ -338,39 +371,6 @@ def to_csv(table: pa.Table) -> bytes:
 def _copy(conn: psycopg.Connection, statement: str, data: bytes) -> None:
     with conn.cursor().copy(statement) as copy:
         copy.write(data)
-
-
-def _max_ts(good: pa.Table) -> datetime | None:
-    if good.num_rows == 0:
-        return None
-    return pc.max(good["ts"]).as_py()
-
-
-def _count(
-    query_id: str,
-    batch_id: int,
-    rows: BatchRows,
-    accepted: int,
-    max_ts: datetime | None,
-    newest: datetime | None,
-    nibbled: int,
-    path: str,
-) -> BatchResult:
-    valid = int(pc.sum(rows.good["copies"]).as_py() or 0) if rows.good.num_rows else 0
-    reasons = pc.value_counts(rows.bad["reason"]).to_pylist() if rows.bad.num_rows else []
-    return BatchResult(
-        query_id=query_id,
-        batch_id=batch_id,
-        rows_in=valid + rows.bad.num_rows,
-        accepted=accepted,
-        duplicates=valid - accepted,
-        rejected=rows.bad.num_rows,
-        by_reason={e["values"]: e["counts"] for e in reasons},
-        max_ts=max_ts,
-        newest_ts=newest,
-        nibbled=nibbled,
-        path=path,
-    )
 
 
 def _fault(point: str, batch_id: int) -> None:

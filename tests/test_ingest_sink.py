@@ -80,6 +80,21 @@ def test_batch_writes_rows_dead_letters_marker_and_state(iconn):
     assert_rollups_exact(iconn)
 
 
+def test_a_batch_in_chunks_is_counted_as_one(iconn):
+    """Chunks (one per group of files) share the batch's transaction, marker and counts; a key
+    repeated in a later chunk is a duplicate, the newest time may come from any chunk."""
+    first = rows([("a", 1, 3, 2), ("b", 2, 1, 1)], [("malformed", "x")])
+    second = rows([("a", 1, 3, 1), ("c", 3, 2, 1)], [("bad_ts", "y"), ("malformed", "z")])
+    res = write_batch(iconn, "q/text", "q", 0, lambda _newest: iter([first, second]))
+    assert (res.rows_in, res.accepted, res.duplicates, res.rejected) == (8, 3, 2, 3)
+    assert res.by_reason == {"malformed": 2, "bad_ts": 1}
+    assert res.path == "copy+staging" and res.max_ts == T0 + timedelta(seconds=3)
+    marker = iconn.execute("SELECT rows_in, accepted, max_ts FROM slidewin.ingest_batches")
+    assert marker.fetchone() == (8, 3, T0 + timedelta(seconds=3))
+    assert iconn.execute("SELECT count(*) FROM slidewin.dead_letters").fetchone()[0] == 3
+    assert_rollups_exact(iconn)
+
+
 def test_replayed_batch_changes_nothing(iconn):
     conn = iconn
     batch = rows([("a", 1, 0, 1)], [("bad_ts", "{}")])
