@@ -86,7 +86,10 @@ class BatchResult:
     compute_s: float = 0.0
 
 
-Compute = Callable[[datetime | None], "BatchRows | Iterable[BatchRows]"]
+# A chunk is its rows, or a function that makes them: the sink's writer thread calls it, so
+# work such as the in-batch dedup runs while Spark computes the next chunk.
+Chunk = BatchRows | Callable[[], BatchRows]
+Compute = Callable[[datetime | None], "BatchRows | Iterable[Chunk]"]
 
 
 def write_batch(
@@ -150,8 +153,9 @@ class _Written:
     compute_s: float
 
 
-def _write_chunks(conn: psycopg.Connection, chunks: Iterable[BatchRows], batch_id: int) -> _Written:
-    """Write each chunk while the next one is computed (at most one write in flight)."""
+def _write_chunks(conn: psycopg.Connection, chunks: Iterable[Chunk], batch_id: int) -> _Written:
+    """Write each chunk while the next one is computed (at most one write in flight, so the
+    writer thread is the only one that touches the tally until the end)."""
     tally, paths, accepted, compute_s = _Tally(), [], 0, 0.0
     source, pending = iter(chunks), None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slidewin-sink") as pool:
@@ -165,8 +169,7 @@ def _write_chunks(conn: psycopg.Connection, chunks: Iterable[BatchRows], batch_i
                     accepted, paths = accepted + done[0], [*paths, done[1]]
                 if rows is None:
                     break
-                tally.add(rows)
-                pending = pool.submit(_write_chunk, conn, rows, batch_id)
+                pending = pool.submit(_write_chunk, conn, rows, batch_id, tally)
                 del rows  # the writer holds the chunk until it is written
         finally:
             if pending is not None:  # never leave the transaction while a COPY still runs
@@ -179,7 +182,11 @@ def _value_counts(values: pa.ChunkedArray) -> dict:
     return {e["values"]: e["counts"] for e in pc.value_counts(values).to_pylist()}
 
 
-def _write_chunk(conn: psycopg.Connection, rows: BatchRows, batch_id: int) -> tuple[int, str]:
+def _write_chunk(
+    conn: psycopg.Connection, chunk: Chunk, batch_id: int, tally: _Tally
+) -> tuple[int, str]:
+    rows = chunk if isinstance(chunk, BatchRows) else chunk()
+    tally.add(rows)
     accepted, path = insert_events(conn, rows.good)
     copy_dead_letters(conn, rows.bad, batch_id)
     return accepted, path

@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import PurePosixPath
 
 import psycopg
@@ -46,6 +47,7 @@ class BatchHandler:
         self._lock = threading.Lock()
         self._checkpoint_id: str | None = None
         self._bound = threading.Event()
+        self._parse: list[parse.Step] | None = None  # built on first use, kept for the run
 
     def bind(self, checkpoint_id: str) -> None:
         """Called with the started query's id (stable for the life of its checkpoint)."""
@@ -68,11 +70,12 @@ class BatchHandler:
 
     def compute(
         self, df: DataFrame, newest_before: datetime | None, batch_id: int
-    ) -> Iterator[BatchRows]:
+    ) -> Iterator[Callable[[], BatchRows]]:
         """Spark: parse and classify against the stream state, one Arrow table per chunk of
         input files (the sink writes chunk k while Spark computes chunk k+1); the in-batch
         dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a key
-        repeated across chunks."""
+        repeated across chunks. The plan's Columns are built once (the parse part once per
+        run, the clock part once per batch) and applied to each chunk."""
         limits = parse.Limits(
             now=datetime.now(UTC),
             newest_before=newest_before,
@@ -80,35 +83,33 @@ class BatchHandler:
             history=self.config.history,
             max_future=self.config.max_future,
         )
+        if self._parse is None:
+            self._parse = parse.parse_steps(self.stream)
+        steps = [*self._parse, *parse.batch_tail_steps(self.stream, limits, self.partitions)]
         paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
         if not paths:  # the file list is unknown (e.g. a remote checkpoint): one chunk
-            yield batch.split(self._collect(df, limits))
+            yield partial(batch.split, parse.apply(df, steps).toArrow())
             return
         spark = df.sparkSession
-        for names in file_chunks(paths):
-            yield batch.split(self._collect_files(spark, names, limits))
+        for names in file_chunks(paths):  # split (the dedup) runs in the sink's writer thread
+            yield partial(batch.split, self._collect_files(spark, names, steps))
 
     def _collect_files(
-        self, spark: SparkSession, paths: list[str], limits: parse.Limits
+        self, spark: SparkSession, paths: list[str], steps: list[parse.Step]
     ) -> pa.Table:
         """One chunk of the batch's files, read by path; if Spark cannot read it, file by
         file, and a file Spark cannot read (e.g. Parquet with another schema) becomes one
         dead letter, reason ``unreadable_file``."""
         try:
-            return self._collect(parse.read_files(spark, self.stream, paths), limits)
+            return parse.apply(parse.read_files(spark, self.stream, paths), steps).toArrow()
         except SPARK_ERRORS as exc:
             if len(paths) == 1:
                 name = PurePosixPath(paths[0]).name
                 return batch.unreadable_file(name, paths[0], _first_line(str(exc)))
         return pa.concat_tables(
-            [self._collect_files(spark, [path], limits) for path in paths],
+            [self._collect_files(spark, [path], steps) for path in paths],
             promote_options="permissive",
         )
-
-    def _collect(self, df: DataFrame, limits: parse.Limits) -> pa.Table:
-        parsed = parse.parse_parquet(df) if self.stream == "parquet" else parse.parse_text(df)
-        classified = parse.classify(parsed, limits)
-        return parse.batch_output(classified, self.partitions).toArrow()
 
     def _inline(self) -> InlineRetention | None:
         if not self.config.inline:

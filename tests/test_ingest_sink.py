@@ -81,11 +81,12 @@ def test_batch_writes_rows_dead_letters_marker_and_state(iconn):
 
 
 def test_a_batch_in_chunks_is_counted_as_one(iconn):
-    """Chunks (one per group of files) share the batch's transaction, marker and counts; a key
-    repeated in a later chunk is a duplicate, the newest time may come from any chunk."""
+    """Chunks (one per group of files; rows, or a function the writer thread calls for them)
+    share the batch's transaction, marker and counts; a key repeated in a later chunk is a
+    duplicate, the newest time may come from any chunk."""
     first = rows([("a", 1, 3, 2), ("b", 2, 1, 1)], [("malformed", "x")])
     second = rows([("a", 1, 3, 1), ("c", 3, 2, 1)], [("bad_ts", "y"), ("malformed", "z")])
-    res = write_batch(iconn, "q/text", "q", 0, lambda _newest: iter([first, second]))
+    res = write_batch(iconn, "q/text", "q", 0, lambda _newest: iter([first, lambda: second]))
     assert (res.rows_in, res.accepted, res.duplicates, res.rejected) == (8, 3, 2, 3)
     assert res.by_reason == {"malformed": 2, "bad_ts": 1}
     assert res.path == "copy+staging" and res.max_ts == T0 + timedelta(seconds=3)
@@ -132,9 +133,15 @@ def test_failed_batch_leaves_nothing(iconn):
     def explode(_newest):
         raise RuntimeError("spark failed")
 
+    def second_chunk_fails():
+        raise RuntimeError("split failed")
+
     with pytest.raises(RuntimeError):
         write_batch(conn, "q/text", "q", 0, explode)
+    with pytest.raises(RuntimeError):
+        write_batch(conn, "q/text", "q", 0, lambda _n: [rows([("b", 1, 0, 1)]), second_chunk_fails])
     assert conn.execute("SELECT count(*) FROM slidewin.ingest_batches").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM slidewin.events").fetchone()[0] == 0
     assert write(conn, 0, rows([("a", 1, 0, 1)])).accepted == 1
 
 
