@@ -101,19 +101,28 @@ def apply(df: DataFrame, steps: list[Step]) -> DataFrame:
 
 
 def batch_steps(stream: str, limits: Limits, partitions: int) -> list[Step]:
-    """The whole plan of a batch, from ``read_files`` columns to ``batch_output`` rows."""
-    return [*parse_steps(stream), *batch_tail_steps(stream, limits, partitions)]
+    """The whole plan of a batch, from ``read_files`` columns to ``batch_output`` rows: parse,
+    classify, output. Only the classify steps depend on the batch (its limits)."""
+    return [
+        *parse_steps(stream),
+        *classify_steps(stream, limits),
+        *output_steps(stream, partitions),
+    ]
 
 
 def parse_steps(stream: str) -> list[Step]:
-    """``parse_parquet`` or ``parse_text`` as steps (they depend on nothing but the stream)."""
+    """``parse_parquet`` or ``parse_text`` as steps."""
     return _parquet_steps() if stream == "parquet" else _text_steps()
 
 
-def batch_tail_steps(stream: str, limits: Limits, partitions: int) -> list[Step]:
-    """``classify`` then ``batch_output`` as steps (they depend on the batch's limits)."""
-    has_raw = stream != "parquet"
-    return [*_classify_steps(limits, has_raw), *_output_steps(partitions, has_raw)]
+def classify_steps(stream: str, limits: Limits) -> list[Step]:
+    """``classify`` as steps, after ``parse_steps(stream)``."""
+    return _classify_steps(limits, has_raw=stream != "parquet")
+
+
+def output_steps(stream: str, partitions: int) -> list[Step]:
+    """``batch_output`` as steps, after ``classify_steps(stream, ...)``."""
+    return _output_steps(partitions, has_raw=stream != "parquet")
 
 
 def _select(*columns: Column | str) -> Step:

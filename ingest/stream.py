@@ -47,7 +47,7 @@ class BatchHandler:
         self._lock = threading.Lock()
         self._checkpoint_id: str | None = None
         self._bound = threading.Event()
-        self._parse: list[parse.Step] | None = None  # built on first use, kept for the run
+        self._fixed: tuple[list[parse.Step], list[parse.Step]] | None = None  # parse, output
 
     def bind(self, checkpoint_id: str) -> None:
         """Called with the started query's id (stable for the life of its checkpoint)."""
@@ -74,8 +74,8 @@ class BatchHandler:
         """Spark: parse and classify against the stream state, one Arrow table per chunk of
         input files (the sink writes chunk k while Spark computes chunk k+1); the in-batch
         dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a key
-        repeated across chunks. The plan's Columns are built once (the parse part once per
-        run, the clock part once per batch) and applied to each chunk."""
+        repeated across chunks. The plan's Columns are built once (the clock rules once per
+        batch, the rest once per run) and applied to each chunk."""
         limits = parse.Limits(
             now=datetime.now(UTC),
             newest_before=newest_before,
@@ -83,9 +83,13 @@ class BatchHandler:
             history=self.config.history,
             max_future=self.config.max_future,
         )
-        if self._parse is None:
-            self._parse = parse.parse_steps(self.stream)
-        steps = [*self._parse, *parse.batch_tail_steps(self.stream, limits, self.partitions)]
+        if self._fixed is None:
+            self._fixed = (
+                parse.parse_steps(self.stream),
+                parse.output_steps(self.stream, self.partitions),
+            )
+        head, tail = self._fixed
+        steps = [*head, *parse.classify_steps(self.stream, limits), *tail]
         paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
         if not paths:  # the file list is unknown (e.g. a remote checkpoint): one chunk
             yield partial(batch.split, parse.apply(df, steps).toArrow())
