@@ -9,6 +9,7 @@ import click
 from client.cli_bench import bench
 from client.context import AppContext, emit_json, pass_app
 from client.params import COUNT, DURATION, DurationType
+from ingest.config import DEFAULT_MAX_FILES
 
 
 @bench.command("ingest")
@@ -19,8 +20,9 @@ from client.params import COUNT, DURATION, DurationType
               help="Input file format (Parquet: no text parsing, the fastest).")
 @click.option("--rows-per-file", type=COUNT, default="200k", show_default=True,
               help="Events per generated file.")
-@click.option("--max-files-per-trigger", type=click.IntRange(1), default=2, show_default=True,
-              help="Files per micro-batch in the end-to-end run.")
+@click.option("--max-files-per-trigger", type=click.IntRange(1), default=DEFAULT_MAX_FILES,
+              show_default=True,
+              help="Files per micro-batch in the end-to-end run (as `slidewin ingest`).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--freshness-seconds", type=DurationType(minimum=timedelta(seconds=5)),
               default="30s", show_default=True,

@@ -5,7 +5,8 @@ One run measures, side by side on the same generated events:
 (a) ``copy_limit_rows_per_s`` -- the raw COPY limit: the same rows, the same schema (rollup
     triggers included), the sink's own binary COPY into each partition, no Spark;
 (b) ``ingest_events_per_s`` -- end to end through the code path of ``slidewin ingest --once``
-    (``ingest.runner.run``), from the query's start to the last batch's commit; the JVM's start is
+    (``ingest.runner.run``), from the query's start to the last batch's commit, with as many
+    files per batch as ``slidewin ingest`` takes (``max_files_per_trigger``); the JVM's start is
     reported apart (``spark_startup_s``) because a long-running ingest pays it once, and so is
     whether the JVM had its class cache (``spark_class_cache``: used, created or off);
 (c) ``freshness_p95_s`` -- a rate-limited streaming run: files appear over time, each holding
@@ -42,7 +43,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from db.scratch import scratch_database
-from ingest.config import IngestConfig
+from ingest.config import DEFAULT_MAX_FILES, IngestConfig
 from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
 from ingest.sink import BatchResult, insert_events
 
@@ -54,7 +55,7 @@ class BenchOptions:
     events: int = 4_000_000
     format: str = "parquet"
     rows_per_file: int = 200_000
-    max_files_per_trigger: int = 2
+    max_files_per_trigger: int = DEFAULT_MAX_FILES  # as `slidewin ingest --once`
     master: str = "local[*]"
     partitions: int = 8
     freshness_seconds: float = 30.0
@@ -291,7 +292,12 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
         progress(f"generating {opts.events:,} events as {opts.format} files in {work}")
         table = make_events(opts.events, datetime.now(UTC) - timedelta(minutes=5), 10_000)
         _write_landing(table, work / "e2e", opts)
-        report: dict = {"events": opts.events, "format": opts.format, "master": opts.master}
+        report: dict = {
+            "events": opts.events,
+            "format": opts.format,
+            "master": opts.master,
+            "max_files_per_trigger": opts.max_files_per_trigger,
+        }
         with scratch_database(dsn, partitions=opts.partitions) as store:
             report["copy_limit_rows_per_s"] = round(
                 copy_limit(store, with_partitions(table, opts.partitions), opts.rows_per_file)
