@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 DEFAULT_DRIVER_MEMORY = "1g"
 DUMP_TIMEOUT_S = 180.0
-# the class cache each live session's JVM writes as it stops (None: it uses one, or has none)
-_DUMPS: dict[int, ClassCache | None] = {}
+# per live session started here: its class cache state, and the cache its JVM writes as it
+# stops (None when it started from one or has none)
+_CACHES: dict[int, tuple[str, ClassCache | None]] = {}
 # The throughput collector, not the default G1: G1's concurrent marking and refinement threads
 # compete with the tasks and with PostgreSQL on a small machine. Measured with
 # ``slidewin bench ingest`` on 2 cores: the first (JIT-heavy) batch 4.0 s instead of 5.7 s and
@@ -117,17 +118,21 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     _plain_checkpoint_files(spark)
-    _DUMPS[id(spark)] = cache if cache is not None and not cache.ready else None
+    if new_jvm:
+        _CACHES[id(spark)] = _cache_entry(cache)
     return spark
+
+
+def _cache_entry(cache: ClassCache | None) -> tuple[str, ClassCache | None]:
+    if cache is None:
+        return "off", None
+    return ("used", None) if cache.ready else ("created", cache)
 
 
 def class_cache_state(spark: SparkSession) -> str:
     """``created`` when this session's JVM writes the class cache as it stops, ``used`` when
     it started from one, ``off`` when it has none (see ``ingest.classcache``)."""
-    if _DUMPS.get(id(spark)) is not None:
-        return "created"
-    cache = class_cache()
-    return "used" if cache is not None and cache.ready else "off"
+    return _CACHES.get(id(spark), ("off", None))[0]
 
 
 CHECKPOINT_MANAGERS = (
@@ -162,7 +167,7 @@ def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
 
     gateway = spark.sparkContext._gateway
     proc = getattr(gateway, "proc", None)
-    dump = _DUMPS.pop(id(spark), None)
+    dump = _CACHES.pop(id(spark), ("off", None))[1]
     if dump is not None:
         timeout_s = max(timeout_s, DUMP_TIMEOUT_S)  # the JVM writes its class cache as it exits
     spark.stop()
