@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+import psutil
 
 from ingest.java import java_executable
 
@@ -49,7 +50,15 @@ class ClassCache:
         if self.ready:
             return f"-XX:SharedArchiveFile={self.archive} {QUIET}"
         self.archive.parent.mkdir(parents=True, exist_ok=True)
+        self.remove_stale_dumps()
         return f"-XX:ArchiveClassesAtExit={self.dump_path()} {QUIET}"
+
+    def remove_stale_dumps(self) -> None:
+        """Delete dumps left by JVMs that were killed (their process is gone)."""
+        for dump in self.archive.parent.glob(".spark-classes-*.tmp"):
+            pid = dump.suffixes[-2].lstrip(".") if len(dump.suffixes) >= 2 else ""
+            if not pid.isdigit() or not psutil.pid_exists(int(pid)):
+                dump.unlink(missing_ok=True)
 
     def keep_dump(self, jvm_exit_code: int | None) -> bool:
         """After the JVM exited: move a complete dump into place (else discard it)."""

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from ingest.classcache import CACHE_ENV, ClassCache, class_cache
@@ -45,6 +46,18 @@ def test_options_dump_until_an_archive_exists_then_use_it(tmp_path):
     assert cache.dump_path().parent.is_dir() and str(os.getpid()) in cache.dump_path().name
     cache.archive.write_bytes(b"archive")
     assert cache.java_options().startswith(f"-XX:SharedArchiveFile={cache.archive} ")
+
+
+def test_dumps_of_killed_jvms_are_removed(tmp_path):
+    cache = ClassCache(tmp_path / "spark-classes-k.jsa")
+    gone = psutil.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = tmp_path / f".spark-classes-old.{gone.pid}.tmp"
+    alive = tmp_path / f".spark-classes-old.{os.getppid()}.tmp"
+    for path in (stale, alive):
+        path.write_bytes(b"dump")
+    cache.java_options()
+    assert not stale.exists() and alive.exists()
 
 
 def test_only_a_complete_dump_of_a_clean_exit_is_kept(tmp_path):
