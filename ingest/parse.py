@@ -100,23 +100,14 @@ def apply(df: DataFrame, steps: list[Step]) -> DataFrame:
     return df
 
 
-def batch_steps(stream: str, limits: Limits, partitions: int) -> list[Step]:
-    """The whole plan of a batch, from ``read_files`` columns to ``batch_output`` rows: parse,
-    classify, output. Only the classify steps depend on the batch (its limits)."""
-    return [
-        *parse_steps(stream),
-        *classify_steps(stream, limits),
-        *output_steps(stream, partitions),
-    ]
-
-
 def parse_steps(stream: str) -> list[Step]:
     """``parse_parquet`` or ``parse_text`` as steps."""
     return _parquet_steps() if stream == "parquet" else _text_steps()
 
 
 def classify_steps(stream: str, limits: Limits) -> list[Step]:
-    """``classify`` as steps, after ``parse_steps(stream)``."""
+    """``classify`` as steps, after ``parse_steps(stream)``; the only steps that depend on the
+    batch (its limits), so callers build the others once."""
     return _classify_steps(limits, has_raw=stream != "parquet")
 
 

@@ -125,7 +125,6 @@ class _Tally:
     """What the batch's end needs of the rows written, kept per chunk instead of the rows
     themselves, so a batch of many files holds one chunk in memory, not the whole batch."""
 
-    good_rows: int = 0
     valid: int = 0  # good rows counted with their in-batch copies
     max_ts: datetime | None = None
     parts: Counter[int] = field(default_factory=Counter)
@@ -135,7 +134,6 @@ class _Tally:
     def add(self, rows: BatchRows) -> None:
         good, bad = rows.good, rows.bad
         if good.num_rows:
-            self.good_rows += good.num_rows
             self.valid += int(pc.sum(good["copies"]).as_py() or 0)
             chunk_max = pc.max(good["ts"]).as_py()
             self.max_ts = chunk_max if self.max_ts is None else max(self.max_ts, chunk_max)
