@@ -32,6 +32,8 @@ _CACHES: dict[int, tuple[str, ClassCache | None]] = {}
 # ``slidewin bench ingest`` on 2 cores: the first (JIT-heavy) batch 4.0 s instead of 5.7 s and
 # the end-to-end rate ~160k instead of ~130k events/s; short pauses on a 1 GB heap.
 DRIVER_GC = "-XX:+UseParallelGC"
+PARTITION_BYTES = 4 * 2**20  # input per Spark partition: a 200k-event Parquet file is ~3 MB
+FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
 # Spark's default log4j profile logs INFO until setLogLevel runs and announces itself; this one
 # is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop).
 LOG4J2 = """\
@@ -79,6 +81,13 @@ def session_conf(
         "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # a batch's Spark partitions are the chunks the sink writes while Spark computes the
+        # next one (ingest.pull): whole files up to PARTITION_BYTES each, small files packed
+        # together, larger text files split -- never the few batch-wide partitions Spark's
+        # defaults make of many small files (one per core)
+        "spark.sql.files.maxPartitionBytes": str(PARTITION_BYTES),
+        "spark.sql.files.openCostInBytes": str(FILE_OPEN_BYTES),
+        "spark.sql.files.minPartitionNum": "1",
         # streaming plans cannot use adaptive execution; saying so up front avoids a WARN per query
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",

@@ -26,13 +26,18 @@ from pyspark.sql.streaming import StreamingQuery
 from db.connect import connect
 from ingest import batch, parse
 from ingest.config import IngestConfig
+from ingest.pull import PullUnavailable, arrow_partitions
 from ingest.sink import BatchResult, BatchRows, InlineRetention, write_batch
 from ingest.tidy import batch_files
 
 OnResult = Callable[[str, BatchResult], None]
 SPARK_ERRORS = (PySparkException, Py4JJavaError)
 BIND_TIMEOUT_S = 120.0
-CHUNK_BYTES = 2 * 2**20  # input bytes per Spark job within a batch (one Parquet file ~ 3 MB)
+CHUNK_BYTES = 2 * 2**20  # input bytes per Spark job when a batch is read file by file
+
+
+class _PulledBatchFailed(Exception):
+    """Spark failed the batch's single plan; the batch is retried file by file."""
 
 
 class BatchHandler:
@@ -48,6 +53,7 @@ class BatchHandler:
         self._checkpoint_id: str | None = None
         self._bound = threading.Event()
         self._fixed: tuple[list[parse.Step], list[parse.Step]] | None = None  # parse, output
+        self._pull = True  # False once this Spark turned out to lack ingest.pull's path
 
     def bind(self, checkpoint_id: str) -> None:
         """Called with the started query's id (stable for the life of its checkpoint)."""
@@ -58,24 +64,37 @@ class BatchHandler:
         if not self._bound.wait(BIND_TIMEOUT_S):
             raise RuntimeError("the streaming query's id was never bound to its batch handler")
         with self._lock:
-            result = write_batch(
-                self._connection(),
-                self.config.marker_id(self.stream, str(self._checkpoint_id)),
-                self.config.query_id,
-                batch_id,
-                lambda newest: self.compute(df, newest, batch_id),
-                self._inline(),
-            )
+            try:
+                result = self._write(df, batch_id, by_file=not self._pull)
+            except _PulledBatchFailed as failed:  # its transaction rolled back: file by file
+                if isinstance(failed.__cause__, PullUnavailable):
+                    self._pull = False
+                result = self._write(df, batch_id, by_file=True)
         self.on_result(self.stream, result)
 
+    def _write(self, df: DataFrame, batch_id: int, *, by_file: bool) -> BatchResult:
+        return write_batch(
+            self._connection(),
+            self.config.marker_id(self.stream, str(self._checkpoint_id)),
+            self.config.query_id,
+            batch_id,
+            lambda newest: self.compute(df, newest, batch_id, by_file=by_file),
+            self._inline(),
+        )
+
     def compute(
-        self, df: DataFrame, newest_before: datetime | None, batch_id: int
+        self, df: DataFrame, newest_before: datetime | None, batch_id: int, *, by_file: bool
     ) -> Iterator[Callable[[], BatchRows]]:
-        """Spark: parse and classify against the stream state, one Arrow table per chunk of
-        input files (the sink writes chunk k while Spark computes chunk k+1); the in-batch
-        dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a key
-        repeated across chunks. The plan's Columns are built once (the clock rules once per
-        batch, the rest once per run) and applied to each chunk."""
+        """Spark: parse and classify against the stream state, one Arrow table per Spark
+        partition (the sink writes partition k while Spark computes partition k+1); the
+        in-batch dedup runs on Arrow (``ingest.batch``) in the sink's writer thread, and the
+        sink's ON CONFLICT catches a key repeated across partitions. The batch is planned once
+        (``ingest.pull``) from Columns built once (the clock rules once per batch).
+
+        If that fails -- a file Spark cannot read fails the whole job -- the sink's transaction
+        rolls back and ``by_file`` computes the batch again from its files, a chunk of files per
+        plan, so that an unreadable file becomes one dead letter instead of failing the batch.
+        """
         limits = parse.Limits(
             now=datetime.now(UTC),
             newest_before=newest_before,
@@ -90,12 +109,19 @@ class BatchHandler:
             )
         head, tail = self._fixed
         steps = [*head, *parse.classify_steps(self.stream, limits), *tail]
+        if not by_file:
+            try:
+                for table in arrow_partitions(parse.apply(df, steps)):
+                    yield partial(batch.split, table)
+            except (*SPARK_ERRORS, PullUnavailable) as exc:
+                raise _PulledBatchFailed(_first_line(str(exc))) from exc
+            return
         paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
         if not paths:  # the file list is unknown (e.g. a remote checkpoint): one chunk
             yield partial(batch.split, parse.apply(df, steps).toArrow())
             return
         spark = df.sparkSession
-        for names in file_chunks(paths):  # split (the dedup) runs in the sink's writer thread
+        for names in file_chunks(paths):
             yield partial(batch.split, self._collect_files(spark, names, steps))
 
     def _collect_files(

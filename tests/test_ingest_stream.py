@@ -1,6 +1,7 @@
 """The streaming ingest end to end in-process: real Spark (one shared local[2] session) and
-real PostgreSQL. Each test drops files, runs the query to completion (availableNow) and checks
-where every line went. Timeline of the lateness test (grace 5 s, history 60 s):
+real PostgreSQL, and the partition-by-partition pull it uses (``ingest.pull``). Each test drops
+files, runs the query to completion (availableNow) and checks where every line went.
+Timeline of the lateness test (grace 5 s, history 60 s):
 
     t(s)   30        40  40.5          90       97  100
            |expired  |   |late          |late    |ok |newest seen (batch 0)
@@ -246,3 +247,95 @@ def test_file_chunks_group_small_files(tmp_path):
     chunks = file_chunks(paths, target_bytes=1000)
     assert chunks == [paths[:3], [paths[3]], [paths[4]]]
     assert file_chunks([str(tmp_path / "gone")], target_bytes=1000) == [[str(tmp_path / "gone")]]
+
+
+# ---------------------------------------------------------------- ingest.pull
+
+SIZES = {"a": 5, "b": 50, "c": 20, "d": 35, "e": 0}  # Spark plans the largest file first
+
+
+@pytest.fixture()
+def one_file_per_partition(spark):
+    """Count every file as a full partition, so these small files are not packed together."""
+    key = "spark.sql.files.openCostInBytes"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(64 * 2**20))
+    yield
+    spark.conf.set(key, before)
+
+
+def write_files(folder, sizes=SIZES):
+    paths = []
+    for name, rows in sizes.items():
+        table = pa.table(
+            {
+                "uuid": [f"{name}{i}" for i in range(rows)],
+                "val": pa.array(range(rows), pa.int64()),
+                "ts": pa.array(
+                    [T0 + timedelta(seconds=i) for i in range(rows)], pa.timestamp("us", tz="UTC")
+                ),
+            }
+        )
+        path = folder / f"{name}.parquet"
+        pq.write_table(table, path)
+        paths.append(str(path))
+    return paths
+
+
+def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_per_partition):
+    from ingest.parse import read_files
+    from ingest.pull import arrow_partitions, partition_order
+
+    df = read_files(spark, "parquet", list(reversed(write_files(tmp_path))))
+    rdd = df._jdf.toArrowBatchRdd()
+    assert rdd.partitions().__len__() == 5
+    assert partition_order(rdd) != list(range(5))  # Spark's own order is not the files' order
+
+    tables = list(arrow_partitions(df))
+    sources = [t.column("source").unique().to_pylist() for t in tables]
+    assert sources == [["a.parquet"], ["b.parquet"], ["c.parquet"], ["d.parquet"]]  # e: empty
+    assert [t.num_rows for t in tables] == [5, 50, 20, 35]
+    pulled = pa.concat_tables(tables).sort_by("uuid")
+    assert pulled.equals(df.toArrow().sort_by("uuid"))
+
+
+def test_a_file_spark_cannot_read_fails_the_pull(spark, tmp_path, one_file_per_partition):
+    from ingest.parse import read_files
+    from ingest.pull import arrow_partitions
+    from ingest.stream import SPARK_ERRORS
+
+    paths = write_files(tmp_path, {"a": 3, "b": 4})
+    alien = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"uuid": ["x"], "val": ["not a number"], "ts": ["noon"]}), alien)
+    pulled = arrow_partitions(read_files(spark, "parquet", [*paths, str(alien)]))
+    assert next(pulled).num_rows == 3
+    with pytest.raises(SPARK_ERRORS):
+        list(pulled)
+
+
+def test_the_handler_pulls_a_batch_once_per_partition(
+    spark, store_dsn, iconn, tmp_path, monkeypatch, one_file_per_partition
+):
+    """A healthy batch goes through ingest.pull (one plan), not the file-by-file path."""
+    from ingest import stream
+
+    land = tmp_path / "landing"
+    land.mkdir()
+    write_files(land)
+    pulled, by_file = [], []
+    real_pull, real_collect = stream.arrow_partitions, stream.BatchHandler._collect_files
+
+    def spy_pull(df):
+        for table in real_pull(df):
+            pulled.append(table.num_rows)
+            yield table
+
+    def spy_collect(self, *args):
+        by_file.append(args)
+        return real_collect(self, *args)
+
+    monkeypatch.setattr(stream, "arrow_partitions", spy_pull)
+    monkeypatch.setattr(stream.BatchHandler, "_collect_files", spy_collect)
+    ingest_once(spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=10)
+    assert pulled == [5, 50, 20, 35] and by_file == []
+    assert len(stored_rows(iconn)) == 110
