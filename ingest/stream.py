@@ -87,9 +87,9 @@ class BatchHandler:
     ) -> Iterator[Callable[[], BatchRows]]:
         """Spark: parse and classify against the stream state, one Arrow table per Spark
         partition (the sink writes partition k while Spark computes partition k+1); the
-        in-batch dedup runs on Arrow (``ingest.batch``) in the sink's writer thread, and the
-        sink's ON CONFLICT catches a key repeated across partitions. The batch is planned once
-        (``ingest.pull``) from Columns built once (the clock rules once per batch).
+        in-batch dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a
+        key repeated across partitions. The batch is planned once (``ingest.pull``) from
+        Columns built once (the clock rules once per batch).
 
         If that fails -- a file Spark cannot read fails the whole job -- the sink's transaction
         rolls back and ``by_file`` computes the batch again from its files, a chunk of files per
@@ -112,7 +112,9 @@ class BatchHandler:
         if not by_file:
             try:
                 for table in arrow_partitions(parse.apply(df, steps)):
-                    yield partial(batch.split, table)
+                    # split here: this thread waits on Spark's helper thread anyway, and the
+                    # dedup is then off the database's path (the writer only writes)
+                    yield batch.split(table)
             except (*SPARK_ERRORS, PullUnavailable) as exc:
                 raise _PulledBatchFailed(_first_line(str(exc))) from exc
             return
@@ -121,7 +123,7 @@ class BatchHandler:
             yield partial(batch.split, parse.apply(df, steps).toArrow())
             return
         spark = df.sparkSession
-        for names in file_chunks(paths):
+        for names in file_chunks(paths):  # Spark runs in this thread: dedup in the writer's
             yield partial(batch.split, self._collect_files(spark, names, steps))
 
     def _collect_files(
