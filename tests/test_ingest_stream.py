@@ -10,6 +10,7 @@ Timeline of the lateness test (grace 5 s, history 60 s):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -254,14 +255,24 @@ def test_file_chunks_group_small_files(tmp_path):
 SIZES = {"a": 5, "b": 50, "c": 20, "d": 35, "e": 0}  # Spark plans the largest file first
 
 
+@contextlib.contextmanager
+def spark_conf(spark, settings: dict[str, str]):
+    """Set SQL confs on the shared session for a test, then put the old values back."""
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
 @pytest.fixture()
 def one_file_per_partition(spark):
     """Count every file as a full partition, so these small files are not packed together."""
-    key = "spark.sql.files.openCostInBytes"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(64 * 2**20))
-    yield
-    spark.conf.set(key, before)
+    with spark_conf(spark, {"spark.sql.files.openCostInBytes": str(64 * 2**20)}):
+        yield
 
 
 def write_files(folder, sizes=SIZES):
@@ -339,3 +350,23 @@ def test_the_handler_pulls_a_batch_once_per_partition(
     ingest_once(spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=10)
     assert pulled == [5, 50, 20, 35] and by_file == []
     assert len(stored_rows(iconn)) == 110
+
+
+def test_split_text_files_are_written_in_file_and_line_order(spark, store_dsn, iconn, tmp_path):
+    """Files split into several partitions: every line is read once, and a key repeated in a
+    later file loses to its first occurrence (the last lines of the first file, which Spark
+    itself would plan after the second file's first split)."""
+    land = tmp_path / "landing"
+    land.mkdir()
+    first = [event(f"u{i}", i, i) for i in range(50)] + [event("dup", 900, 7)]
+    second = [event("dup", 1, 7)] + [event(f"v{i}", i, i) for i in range(30)]
+    files = files_in_order(land, [first, second])
+    assert files[0].stat().st_size > 5 * 512 and files[1].stat().st_size > 3 * 512
+    tiny = {"spark.sql.files.maxPartitionBytes": "512", "spark.sql.files.openCostInBytes": "1"}
+    with spark_conf(spark, tiny):
+        ingest_once(spark, store_dsn, tmp_path, max_files_per_trigger=10)
+    truth = truth_from_jsonl(files)
+    assert ("dup", 900, T0 + timedelta(seconds=7)) in truth
+    assert stored_rows(iconn) == truth
+    assert stored_rollups(iconn) == truth_rollups(truth, 8)
+    assert markers(iconn) == [(0, 82, 81, 1, 0)]
