@@ -15,6 +15,12 @@ class JavaUnavailable(IngestError):
     exit_code = 2
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of an error's text (Spark's run to pages), at most 500 chars."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:500] if lines else "unknown error"
+
+
 __all__ = [
     "ConfigError",
     "DatabaseUnavailable",
@@ -22,4 +28,5 @@ __all__ = [
     "JavaUnavailable",
     "SchemaMissing",
     "SlidewinError",
+    "first_line",
 ]

@@ -31,6 +31,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.util import _load_from_socket, inheritable_thread_target
 
+from ingest.errors import first_line
+
 # partitions Spark computes ahead of the caller: with two, Spark's tasks took the core the
 # database writes on (4M Parquet events: 15.0 s against 13.4 s) and JSON gained little
 AHEAD = 1
@@ -56,7 +58,7 @@ def arrow_partitions(df: DataFrame) -> Iterator[pa.Table]:
     except Py4JJavaError:
         raise  # Spark itself failed: not a missing API
     except Py4JError as exc:
-        raise PullUnavailable(_first_line(str(exc))) from exc
+        raise PullUnavailable(first_line(str(exc))) from exc
     if not order:
         return
     # the helper thread runs Spark jobs with this thread's local properties (in a batch: the
@@ -104,8 +106,3 @@ def arrow_schema(df: DataFrame) -> pa.Schema:
         timezone=conf.get("spark.sql.session.timeZone"),
         prefers_large_types=conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true",
     )
-
-
-def _first_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:500] if lines else "unknown error"

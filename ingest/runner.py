@@ -25,7 +25,7 @@ from db.events import partition_count
 from db.schema import current_version
 from ingest import java
 from ingest.config import IngestConfig, resolve_retention
-from ingest.errors import IngestError
+from ingest.errors import IngestError, first_line
 from ingest.progress import Totals, batch_line
 from ingest.sink import BatchResult
 from ingest.tidy import tidy_last_batch
@@ -143,7 +143,7 @@ def _wait(queries: list[StreamingQuery], stop: threading.Event) -> None:
             q.awaitTermination(0.5)
             failure = q.exception()
             if failure is not None:
-                raise IngestError(f"stream {q.name} failed: {_first_line(str(failure))}")
+                raise IngestError(f"stream {q.name} failed: {first_line(str(failure))}")
 
 
 def _stop_all(queries: list[StreamingQuery], handlers: list[BatchHandler]) -> None:
@@ -175,8 +175,3 @@ def _started_line(config: IngestConfig, spark: SparkSession) -> str:
 
 def _opt(value: timedelta | None) -> str:
     return f"{value.total_seconds():g}s" if value is not None else "none"
-
-
-def _first_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:500] if lines else "unknown error"

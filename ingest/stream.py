@@ -26,6 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from db.connect import connect
 from ingest import batch, parse
 from ingest.config import IngestConfig
+from ingest.errors import first_line
 from ingest.pull import PullUnavailable, arrow_partitions
 from ingest.sink import BatchResult, BatchRows, InlineRetention, write_batch
 from ingest.tidy import batch_files
@@ -116,7 +117,7 @@ class BatchHandler:
                     # dedup is then off the database's path (the writer only writes)
                     yield batch.split(table)
             except (*SPARK_ERRORS, PullUnavailable) as exc:
-                raise _PulledBatchFailed(_first_line(str(exc))) from exc
+                raise _PulledBatchFailed(first_line(str(exc))) from exc
             return
         paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
         if not paths:  # the file list is unknown (e.g. a remote checkpoint): one chunk
@@ -137,7 +138,7 @@ class BatchHandler:
         except SPARK_ERRORS as exc:
             if len(paths) == 1:
                 name = PurePosixPath(paths[0]).name
-                return batch.unreadable_file(name, paths[0], _first_line(str(exc)))
+                return batch.unreadable_file(name, paths[0], first_line(str(exc)))
         return pa.concat_tables(
             [self._collect_files(spark, [path], steps) for path in paths],
             promote_options="permissive",
@@ -200,8 +201,3 @@ def start_stream(
     query = writer.start()
     handler.bind(query.id)
     return query
-
-
-def _first_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:500] if lines else "unknown error"
