@@ -310,6 +310,16 @@ def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_pe
     assert pulled.equals(df.toArrow().sort_by("uuid"))
 
 
+def test_small_files_are_packed_into_one_partition(spark, tmp_path):
+    """With slidewin's session settings a batch of small files is one partition (one chunk),
+    not one per file (nor one per core)."""
+    from ingest.parse import read_files
+    from ingest.pull import arrow_partitions
+
+    df = read_files(spark, "parquet", write_files(tmp_path, {"a": 5, "b": 50, "c": 20}))
+    assert [t.num_rows for t in arrow_partitions(df)] == [75]
+
+
 def test_a_file_spark_cannot_read_fails_the_pull(spark, tmp_path, one_file_per_partition):
     from ingest.parse import read_files
     from ingest.pull import arrow_partitions
