@@ -27,6 +27,7 @@ import psutil
 from ingest.java import java_executable
 
 CACHE_ENV = "SLIDEWIN_CLASS_CACHE"
+PREFIX = "spark-classes-"  # every archive name starts with it, every dump with "." + it
 # the JVM warns about every class it cannot archive (e.g. generated accessors): not news
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
@@ -55,7 +56,7 @@ class ClassCache:
 
     def remove_stale_dumps(self) -> None:
         """Delete dumps left by JVMs that were killed (their process is gone)."""
-        for dump in self.archive.parent.glob(".spark-classes-*.tmp"):
+        for dump in self.archive.parent.glob(f".{PREFIX}*.tmp"):
             pid = dump.suffixes[-2].lstrip(".") if len(dump.suffixes) >= 2 else ""
             if not pid.isdigit() or not psutil.pid_exists(int(pid)):
                 dump.unlink(missing_ok=True)
@@ -86,7 +87,7 @@ def class_cache(env: dict[str, str] | None = None) -> ClassCache | None:
     folder = Path(setting).expanduser() if setting else _default_folder()
     if " " in str(folder.resolve()):
         return None
-    return ClassCache(folder / f"spark-classes-{_key(java, env)}.jsa")
+    return ClassCache(folder / f"{PREFIX}{_key(java, env)}.jsa")
 
 
 def _default_folder() -> Path:

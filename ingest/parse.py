@@ -38,8 +38,6 @@ PARQUET_DDL = "uuid string, val bigint, ts timestamp"
 PARSER_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
 TEXT_GLOBS = {"auto": "*.{jsonl,ndjson,json,csv}", "json": "*.{jsonl,ndjson,json}", "csv": "*.csv"}
 MAX_UUID_CHARS = 200
-GOOD_COLUMNS = ("part", "uuid", "val", "ts")
-BAD_COLUMNS = ("source", "reason", "detail", "raw")
 # A validation rule: (condition, reason code, detail text); the first rule that holds wins.
 Rule = tuple[Column, "str | Column", Column]
 _REASON = "_slidewin_reason"  # the staged reason column (input columns may be named reason)

@@ -28,7 +28,7 @@ from ingest import batch, parse
 from ingest.config import IngestConfig
 from ingest.errors import first_line
 from ingest.pull import PullUnavailable, arrow_partitions
-from ingest.sink import BatchResult, BatchRows, InlineRetention, write_batch
+from ingest.sink import BatchResult, Chunk, InlineRetention, write_batch
 from ingest.tidy import batch_files
 
 OnResult = Callable[[str, BatchResult], None]
@@ -85,7 +85,7 @@ class BatchHandler:
 
     def compute(
         self, df: DataFrame, newest_before: datetime | None, batch_id: int, *, by_file: bool
-    ) -> Iterator[Callable[[], BatchRows]]:
+    ) -> Iterator[Chunk]:
         """Spark: parse and classify against the stream state, one Arrow table per Spark
         partition (the sink writes partition k while Spark computes partition k+1); the
         in-batch dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a
