@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from ingest.sink import BatchRows
 
+DEAD_LETTER_COLUMNS = ("source", "reason", "detail", "raw", "raw_bytes")
 GOOD_SCHEMA = pa.schema(
     [
         ("part", pa.int16()),
@@ -29,7 +30,7 @@ GOOD_SCHEMA = pa.schema(
 def split(table: pa.Table) -> BatchRows:
     """``batch_output`` rows -> BatchRows(good deduplicated, bad for the dead-letter table)."""
     valid = pc.is_null(table["reason"])
-    bad = table.filter(pc.invert(valid)).select(["source", "reason", "detail", "raw"])
+    bad = table.filter(pc.invert(valid)).select(list(DEAD_LETTER_COLUMNS))
     good = table.filter(valid).select(["part", "uuid", "val", "ts"])
     return BatchRows(good=dedup(good), bad=bad)
 
@@ -65,5 +66,6 @@ def unreadable_file(name: str, path: str, error: str) -> pa.Table:
             "source": [name],
             "detail": [error],
             "raw": [path],
+            "raw_bytes": pa.array([None], pa.string()),
         }
     )

@@ -21,6 +21,38 @@ def first_line(text: str) -> str:
     return lines[0][:500] if lines else "unknown error"
 
 
+# wrappers whose message says nothing of the cause: the chain is followed past them
+_GENERIC = ("Exception thrown in awaitResult", "Job aborted due to stage failure")
+
+
+def spark_error_text(exc: BaseException) -> str:
+    """A Spark failure in words: for a Java exception, the first message in its cause chain that
+    is not a generic wrapper, plus the root cause when that says more -- not py4j's "An error
+    occurred while calling o123.getResult" nor a JVM stack trace."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return first_line(str(exc))
+    try:
+        messages = _chain_messages(java)
+    except Exception:  # the JVM may be gone: py4j's own text is all there is
+        return first_line(str(exc))
+    useful = [m for m in messages if m and not m.startswith(_GENERIC)]
+    if not useful:
+        return first_line(str(exc))
+    text = useful[0] if useful[-1] in useful[0] else f"{useful[0]}; cause: {useful[-1]}"
+    return first_line(text.split(" SQLSTATE:")[0])
+
+
+def _chain_messages(java: object, limit: int = 10) -> list[str]:
+    messages, current = [], java
+    while current is not None and len(messages) < limit:
+        message = current.getMessage()
+        messages.append(" ".join(str(message).split()) if message is not None else "")
+        cause = current.getCause()
+        current = None if cause is None or cause.equals(current) else cause
+    return messages
+
+
 __all__ = [
     "ConfigError",
     "DatabaseUnavailable",
@@ -29,4 +61,5 @@ __all__ = [
     "SchemaMissing",
     "SlidewinError",
     "first_line",
+    "spark_error_text",
 ]

@@ -12,19 +12,26 @@ Two file-source streams cover the three formats:
 Hidden files (``.name`` / ``_name``) and any other extension (``.tmp``, ``.part``) are ignored,
 so producers write a temporary name and rename it into place.
 
-Validation gives each row at most one reason, checked in this order: ``malformed`` (not a JSON
-object / not CSV), ``missing_field``, ``bad_uuid`` (over 200 characters or a NUL),
-``bad_type`` (val not an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither
-ISO-8601 nor integer epoch milliseconds; naive ISO times are UTC), then against the clock and
-the stream: ``future`` (more than max_future ahead of now), ``expired`` (older than the newest
-event time seen before this batch minus history), ``late`` (older than that minus grace).
+Validation gives each row at most one reason, checked in this order: ``bad_encoding`` (the
+line, or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object / not CSV / a
+NUL byte in the line / a CSV line with unbalanced quotes, i.e. part of a record spanning
+lines), ``missing_field``, ``bad_uuid`` (over 200 characters or a NUL), ``bad_type`` (val not
+an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor integer
+epoch milliseconds, a NUL, or outside years 0001-9999; naive ISO times are UTC), then against
+the clock and the stream: ``future`` (more than max_future ahead of now), ``expired`` (older
+than the newest event time seen before this batch minus history), ``late`` (older than that
+minus grace).
+
+Whatever its bytes, a rejected row's dead letter holds text PostgreSQL can store (``raw``,
+invalid UTF-8 as U+FFFD and NUL as ``\\0``) and, where that text is not the input itself, the
+exact bytes (``raw_bytes``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -35,9 +42,26 @@ if TYPE_CHECKING:
 
 FIELDS_DDL = "uuid string, val string, ts string, _corrupt_record string"
 PARQUET_DDL = "uuid string, val bigint, ts timestamp"
-PARSER_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
-TEXT_GLOBS = {"auto": "*.{jsonl,ndjson,json,csv}", "json": "*.{jsonl,ndjson,json}", "csv": "*.csv"}
+JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+# RFC 4180: a quote inside a quoted field is doubled ("a""b" is a"b), not backslash-escaped
+CSV_OPTIONS = {**JSON_OPTIONS, "escape": '"'}
+TEXT_EXTENSIONS = {
+    "auto": ("jsonl", "ndjson", "json", "csv"),
+    "json": ("jsonl", "ndjson", "json"),
+    "csv": ("csv",),
+}
 MAX_UUID_CHARS = 200
+# PostgreSQL's timestamptz reaches further both ways; ISO-8601's four-digit years are the range
+# both Spark and every producer agree on, so anything outside is bad_ts, never a failed COPY
+MIN_TS = datetime(1, 1, 1, tzinfo=UTC)
+MAX_TS = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+NUL = "\u0000"
+BAD_ENCODING_LINE = "line is not valid UTF-8 (its exact bytes are in raw_bytes)"
+BAD_ENCODING_UUID = "uuid is not valid UTF-8 (its exact bytes are in raw_bytes)"
+CSV_SPANS_LINES = (
+    "unbalanced quotes: a quoted CSV field spans lines; write one event per line"
+)
+BAD_TS = "ts is not ISO-8601 or epoch ms in years 0001-9999"
 # A validation rule: (condition, reason code, detail text); the first rule that holds wins.
 Rule = tuple[Column, "str | Column", Column]
 _REASON = "_slidewin_reason"  # the staged reason column (input columns may be named reason)
@@ -68,12 +92,21 @@ def read_stream(spark: SparkSession, config: IngestConfig, stream: str) -> DataF
     if stream == "parquet":
         df = (
             reader.schema(PARQUET_DDL)
-            .option("pathGlobFilter", "*.parquet")
+            .option("pathGlobFilter", any_case_glob("parquet"))
             .parquet(str(config.landing))
         )
         return _columns(df, stream)
-    glob = TEXT_GLOBS[config.format if config.format in TEXT_GLOBS else "auto"]
+    extensions = TEXT_EXTENSIONS[config.format if config.format in TEXT_EXTENSIONS else "auto"]
+    glob = any_case_glob(*extensions)
     return _columns(reader.option("pathGlobFilter", glob).text(str(config.landing)), stream)
+
+
+def any_case_glob(*extensions: str) -> str:
+    """A Hadoop glob matching ``*.<ext>`` in any letter case (``.JSONL``, ``.Csv``): the file
+    source's filter is case-sensitive, and a file it does not match is silently left alone."""
+    cased = ["".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in ext)
+             for ext in extensions]
+    return f"*.{cased[0]}" if len(cased) == 1 else "*.{" + ",".join(cased) + "}"
 
 
 def read_files(spark: SparkSession, stream: str, paths: list[str]) -> DataFrame:
@@ -126,10 +159,11 @@ def parse_text(df: DataFrame) -> DataFrame:
 def _text_steps() -> list[Step]:
     is_csv = F.lower(F.col("source")).endswith(F.lit(".csv"))
     trimmed = F.trim(F.col("raw"))
-    header = is_csv & (F.lower(F.regexp_replace(trimmed, r"\s", "")) == F.lit("uuid,val,ts"))
+    bare = F.regexp_replace(trimmed, "[\\s\ufeff]", "")  # a byte-order mark, too
+    header = is_csv & (F.lower(bare) == F.lit("uuid,val,ts"))
     keep = (trimmed != F.lit("")) & ~header
-    parsed = F.when(is_csv, F.from_csv("raw", FIELDS_DDL, PARSER_OPTIONS)).otherwise(
-        F.from_json("raw", FIELDS_DDL, PARSER_OPTIONS)
+    parsed = F.when(is_csv, F.from_csv("raw", FIELDS_DDL, CSV_OPTIONS)).otherwise(
+        F.from_json("raw", FIELDS_DDL, JSON_OPTIONS)
     )
     return [
         lambda df: df.where(keep),
@@ -143,15 +177,22 @@ def _validate_text() -> list[Step]:
     uuid, val_s, ts_s = F.col("uuid"), F.trim(F.col("val")), F.trim(F.col("ts"))
     missing = _first_missing(uuid, val_s, ts_s)
     corrupt = F.col("_corrupt_record").isNotNull()
+    raw, is_csv = F.col("raw"), F.col("is_csv")
+    # an odd number of quotes: one line of a CSV record whose quoted field holds a line break;
+    # read line by line, its pieces would be half rows under a wrong key
+    quotes = F.length(raw) - F.length(F.replace(raw, F.lit('"'), F.lit("")))
     rules: list[Rule] = [
-        (corrupt & ~F.col("is_csv"), "malformed", F.lit("not a JSON object")),
+        (~F.is_valid_utf8(raw), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
+        (raw.contains(NUL), "malformed", F.lit("line holds a NUL byte")),
+        (corrupt & ~is_csv, "malformed", F.lit("not a JSON object")),
+        (is_csv & (quotes % 2 == 1), "malformed", F.lit(CSV_SPANS_LINES)),
         (corrupt & missing.isNull(), "malformed", F.lit("expected 3 CSV fields: uuid,val,ts")),
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
         *_value_rules(uuid, val_s, ts_s),
     ]
     return _reason_steps(rules, [
         F.col("source"),
-        _clean(F.col("raw")).alias("raw"),
+        raw.alias("raw"),
         uuid.alias("uuid"),
         val_s.try_cast("bigint").alias("val"),
         _parse_ts(ts_s).alias("ts"),
@@ -172,14 +213,18 @@ def _value_rules(uuid: Column, val_s: Column, ts_s: Column) -> list[Rule]:
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
         (~val_s.rlike(r"^[+-]?\d+$"), "bad_type", _got("val must be an integer", val_s)),
         (val_s.try_cast("bigint").isNull(), "out_of_range", _got("val outside 64-bit", val_s)),
-        (_parse_ts(ts_s).isNull(), "bad_ts", _got("ts is not ISO-8601 or epoch ms", ts_s)),
+        (_parse_ts(ts_s).isNull(), "bad_ts", _got(BAD_TS, ts_s)),
     ]
 
 
 def _parse_ts(ts_s: Column) -> Column:
-    """ISO-8601 (naive = UTC: the session time zone) or integer epoch milliseconds."""
+    """ISO-8601 (naive = UTC: the session time zone) or integer epoch milliseconds, within
+    years 0001-9999; NULL otherwise. Spark's parser stops at a NUL and ignores the rest, so a
+    ts holding one is refused here rather than stored as a prefix of itself."""
     millis = F.when(ts_s.rlike(r"^-?\d{1,15}$"), F.timestamp_millis(ts_s.try_cast("bigint")))
-    return F.when(ts_s.rlike(r"^-?\d+$"), millis).otherwise(F.try_to_timestamp(ts_s))
+    parsed = F.when(ts_s.rlike(r"^-?\d+$"), millis).otherwise(F.try_to_timestamp(ts_s))
+    usable = ~ts_s.contains(NUL) & parsed.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS))
+    return F.when(usable, parsed)
 
 
 def parse_parquet(df: DataFrame) -> DataFrame:
@@ -196,22 +241,36 @@ def _parquet_steps() -> list[Step]:
         .when(F.col("val").isNull(), F.lit("val"))
         .when(F.col("ts").isNull(), F.lit("ts"))
     )
+    ts = F.col("ts")
     rules: list[Rule] = [
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
+        (~F.is_valid_utf8(uuid), "bad_encoding", F.lit(BAD_ENCODING_UUID)),
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
+        (~ts.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS)), "bad_ts", _got(BAD_TS, ts)),
     ]
     columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts"))]
     return _reason_steps(rules, columns)
 
 
 def _raw(has_raw: bool) -> Column:
-    """The raw text of a row: the line for text files; for Parquet (no ``raw`` column) the row
-    as JSON, built only where it is used -- for rejected rows -- since Spark evaluates every
-    column a projection outputs for every row (carried along, it cost about half the plan)."""
+    """The raw text of a row as PostgreSQL text can hold it: the line for text files; for
+    Parquet (no ``raw`` column) the row as JSON, built only where it is used -- for rejected
+    rows -- since Spark evaluates every column a projection outputs for every row (carried
+    along, it cost about half the plan)."""
     if has_raw:
-        return F.col("raw")
+        return _clean(F.col("raw"))
     iso = F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
     return _clean(F.to_json(F.struct("uuid", "val", iso.alias("ts"))))
+
+
+def _raw_bytes(has_raw: bool) -> Column:
+    """The exact input bytes where ``raw`` cannot show them (invalid UTF-8, NUL), as bytea's
+    hex input form (``\\x6b...``), else NULL: the line for text files, the uuid for Parquet
+    (the only text column there). So ``coalesce(raw_bytes, convert_to(raw, 'UTF8'))`` is the
+    input, byte for byte."""
+    field = F.col("raw") if has_raw else F.col("uuid")
+    inexact = ~F.is_valid_utf8(field) | field.contains(NUL)
+    return F.when(inexact, F.concat(F.lit("\\x"), F.lower(F.hex(field.cast("binary")))))
 
 
 def classify(df: DataFrame, limits: Limits) -> DataFrame:
@@ -227,12 +286,29 @@ def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
         (ts > F.lit(limits.now + limits.max_future), "future", _got("ts ahead of the clock", ts)),
     ]
     if newest is not None and limits.history is not None:
-        horizon = newest - limits.history
+        horizon = _before(newest, limits.history)
         rules.append((ts < F.lit(horizon), "expired", _got("ts before the retention horizon", ts)))
     if newest is not None:
-        rules.append((ts < F.lit(newest - limits.grace), "late", _got("ts later than grace", ts)))
+        late = _before(newest, limits.grace)
+        rules.append((ts < F.lit(late), "late", _got("ts later than grace", ts)))
     names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
     return _reason_steps(rules, [F.col(c) for c in names], cheap=True)
+
+
+def _ts_lit(value: datetime) -> Column:
+    """A timestamp literal by its microseconds: a Python datetime before 1582 reaches Spark
+    shifted by the Julian/Gregorian gap (year 1 came out two days late)."""
+    micros = (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    return F.timestamp_micros(F.lit(micros))
+
+
+def _before(newest: datetime, span: timedelta) -> datetime:
+    """``newest - span``, or the earliest time when that would fall before year 1 (a stream
+    whose newest event is that old must not fail every later batch with an OverflowError)."""
+    try:
+        return max(newest - span, MIN_TS)
+    except OverflowError:
+        return MIN_TS
 
 
 def batch_output(df: DataFrame, partitions: int) -> DataFrame:
@@ -253,6 +329,7 @@ def _output_steps(partitions: int, has_raw: bool) -> list[Step]:
         F.when(~ok, F.col("source")).alias("source"),
         F.when(~ok, F.col("detail")).alias("detail"),
         F.when(~ok, _raw(has_raw)).alias("raw"),
+        F.when(~ok, _raw_bytes(has_raw)).alias("raw_bytes"),
     )]
 
 
@@ -296,12 +373,15 @@ def _bad_uuid(uuid: Column) -> Column:
 
 
 def _clean(raw: Column) -> Column:
-    """PostgreSQL text cannot hold NUL: show it as the two characters ``\\0``."""
-    return F.replace(raw, F.lit("\u0000"), F.lit("\\0"))
+    """Text PostgreSQL can hold: invalid UTF-8 shown as U+FFFD, NUL as the two characters
+    ``\\0`` (the exact bytes go to ``raw_bytes``)."""
+    return F.replace(F.make_valid_utf8(raw), F.lit(NUL), F.lit("\\0"))
 
 
 def _got(text: str, value: Column) -> Column:
-    return F.concat(F.lit(text + ", got "), F.coalesce(value.cast("string"), F.lit("null")))
+    """A detail naming the bad value, as PostgreSQL text can hold it."""
+    shown = _clean(F.coalesce(value.cast("string"), F.lit("null")))
+    return F.concat(F.lit(text + ", got "), shown)
 
 
 def _reason_steps(

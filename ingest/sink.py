@@ -296,12 +296,14 @@ def _insert_via_staging(conn: psycopg.Connection, data: bytes) -> int:
 def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) -> None:
     if bad.num_rows == 0:
         return
-    table = bad.select(["source", "reason", "detail", "raw"]).append_column(
+    if "raw_bytes" not in bad.column_names:  # only rows with inexact raw text carry bytes
+        bad = bad.append_column("raw_bytes", pa.nulls(bad.num_rows, pa.string()))
+    table = bad.select(["source", "reason", "detail", "raw", "raw_bytes"]).append_column(
         "batch_id", pa.array([batch_id] * bad.num_rows, pa.int64())
     )
     _copy(
         conn,
-        "COPY slidewin.dead_letters (source, reason, detail, raw, batch_id) "
+        "COPY slidewin.dead_letters (source, reason, detail, raw, raw_bytes, batch_id) "
         "FROM STDIN (FORMAT csv)",
         to_csv(table),
     )

@@ -24,9 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from db.connect import connect
-from ingest import batch, parse
+from ingest import batch, foreign, parse
 from ingest.config import IngestConfig
-from ingest.errors import first_line
+from ingest.errors import first_line, spark_error_text
 from ingest.pull import PullUnavailable, arrow_partitions
 from ingest.sink import BatchResult, Chunk, InlineRetention, write_batch
 from ingest.tidy import batch_files
@@ -66,12 +66,23 @@ class BatchHandler:
             raise RuntimeError("the streaming query's id was never bound to its batch handler")
         with self._lock:
             try:
-                result = self._write(df, batch_id, by_file=not self._pull)
+                result = self._write(df, batch_id, by_file=self._by_file(batch_id))
             except _PulledBatchFailed as failed:  # its transaction rolled back: file by file
                 if isinstance(failed.__cause__, PullUnavailable):
                     self._pull = False
                 result = self._write(df, batch_id, by_file=True)
         self.on_result(self.stream, result)
+
+    def _by_file(self, batch_id: int) -> bool:
+        """Read this batch file by file: always once the pull is unavailable, and for Parquet
+        when a file's footer shows another schema or none (``ingest.foreign``) -- such a file
+        would fail the single plan or be read as rows of NULLs."""
+        if not self._pull:
+            return True
+        if self.stream != "parquet":
+            return False
+        paths = batch_files(self.config.checkpoint_for(self.stream), batch_id)
+        return any(foreign.check(str(path)).kind != "ok" for path in paths)
 
     def _write(self, df: DataFrame, batch_id: int, *, by_file: bool) -> BatchResult:
         return write_batch(
@@ -125,20 +136,49 @@ class BatchHandler:
             return
         spark = df.sparkSession
         for names in file_chunks(paths):  # Spark runs in this thread: dedup in the writer's
-            yield partial(batch.split, self._collect_files(spark, names, steps))
+            yield partial(batch.split, self._collect_chunk(spark, names, steps, limits))
+
+    def _collect_chunk(
+        self, spark: SparkSession, paths: list[str], steps: list[parse.Step], limits: parse.Limits
+    ) -> pa.Table:
+        """One chunk of the batch's files. Parquet files of another schema are read with their
+        own (``ingest.foreign``), files without a readable footer are one dead letter each,
+        and the rest are read together."""
+        if self.stream != "parquet":
+            return self._collect_files(spark, paths, steps)
+        checks = [foreign.check(path) for path in paths]
+        tables = [self._odd_file(spark, check, limits) for check in checks if check.kind != "ok"]
+        fine = [check.path for check in checks if check.kind == "ok"]
+        if fine:
+            tables.insert(0, self._collect_files(spark, fine, steps))
+        return pa.concat_tables(tables, promote_options="permissive")
+
+    def _odd_file(self, spark: SparkSession, check: foreign.FileCheck, limits: parse.Limits):
+        if check.kind == "unreadable":
+            return batch.unreadable_file(PurePosixPath(check.path).name, check.path, check.reason)
+        steps = [
+            *parse.parse_steps("text"),
+            *parse.classify_steps("text", limits),
+            *parse.output_steps("text", self.partitions),
+        ]
+        try:
+            return parse.apply(foreign.read_foreign(spark, check.path), steps).toArrow()
+        except SPARK_ERRORS as exc:
+            name = PurePosixPath(check.path).name
+            return batch.unreadable_file(name, check.path, spark_error_text(exc))
 
     def _collect_files(
         self, spark: SparkSession, paths: list[str], steps: list[parse.Step]
     ) -> pa.Table:
-        """One chunk of the batch's files, read by path; if Spark cannot read it, file by
-        file, and a file Spark cannot read (e.g. Parquet with another schema) becomes one
-        dead letter, reason ``unreadable_file``."""
+        """Files read together by path; if Spark cannot read them, file by file, and a file
+        Spark cannot read becomes one dead letter, reason ``unreadable_file``, with Spark's
+        reason in words."""
         try:
             return parse.apply(parse.read_files(spark, self.stream, paths), steps).toArrow()
         except SPARK_ERRORS as exc:
             if len(paths) == 1:
                 name = PurePosixPath(paths[0]).name
-                return batch.unreadable_file(name, paths[0], first_line(str(exc)))
+                return batch.unreadable_file(name, paths[0], spark_error_text(exc))
         return pa.concat_tables(
             [self._collect_files(spark, [path], steps) for path in paths],
             promote_options="permissive",

@@ -191,6 +191,7 @@ def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
     os.replace(land / ".tmp-part", land / "batch.parquet")
     other_schema = pa.table({"uuid": ["q1"], "val": ["not a number"], "ts": ["noon"]})
     pq.write_table(other_schema, land / "alien.parquet")
+    (land / "torn.parquet").write_bytes(b"PAR1 cut short")
     ingest_once(spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=5)
     assert stored_rows(iconn) == {("p1", 1, T0), (wide, 2, T0)}
     dead = iconn.execute(
@@ -203,11 +204,17 @@ def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
         ("bad_uuid", wide + "\u00e9"),
         ("bad_uuid", "nul\x00"),
     }
+    # another schema: read with its own, the row shown as JSON and validated like a JSON line
     alien = iconn.execute(
         "SELECT reason, raw FROM slidewin.dead_letters WHERE source = 'alien.parquet'"
     ).fetchall()
-    assert alien == [("unreadable_file", str(land / "alien.parquet"))]
-    assert markers(iconn) == [(0, 8, 2, 1, 5)]
+    assert alien == [("bad_type", '{"uuid":"q1","val":"not a number","ts":"noon"}')]
+    torn = iconn.execute(
+        "SELECT reason, raw, detail FROM slidewin.dead_letters WHERE source = 'torn.parquet'"
+    ).fetchall()
+    assert [(r, raw) for r, raw, _ in torn] == [("unreadable_file", str(land / "torn.parquet"))]
+    assert "not a readable Parquet file" in torn[0][2]
+    assert markers(iconn) == [(0, 9, 2, 1, 6)]
 
 
 def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, iconn, tmp_path):

@@ -1,6 +1,9 @@
 -- slidewin.dead_letters: every rejected input record, with its raw text and why (promise 6).
 -- reason is a short machine word (malformed, missing_field, bad_type, out_of_range, bad_ts,
--- future, late, expired, ...); detail is the human sentence.
+-- bad_encoding, future, late, expired, unreadable_file, ...); detail is the human sentence.
+-- raw is the record as text (invalid UTF-8 shown as U+FFFD, NUL as \0); raw_bytes holds the
+-- exact input bytes whenever raw is not them, so coalesce(raw_bytes, convert_to(raw, 'UTF8'))
+-- gives back what the producer wrote.
 CREATE TABLE IF NOT EXISTS slidewin.dead_letters (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     received_at timestamptz NOT NULL DEFAULT now(),
@@ -8,6 +11,9 @@ CREATE TABLE IF NOT EXISTS slidewin.dead_letters (
     reason      text NOT NULL CHECK (reason ~ '^[a-z_]{1,40}$'),
     detail      text,
     raw         text NOT NULL,
-    batch_id    bigint
+    batch_id    bigint,
+    raw_bytes   bytea
 );
+-- stores made before raw_bytes existed gain it (idempotent, like every baseline file)
+ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS raw_bytes bytea;
 CREATE INDEX IF NOT EXISTS dead_letters_received ON slidewin.dead_letters (received_at);
