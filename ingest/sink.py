@@ -55,6 +55,7 @@ class BatchRows:
 
     good: pa.Table
     bad: pa.Table
+    source: str = ""  # the one file these rows came from, when they came from one
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,15 @@ class BatchResult:
 # work such as the in-batch dedup runs while Spark computes the next chunk.
 Chunk = BatchRows | Callable[[], BatchRows]
 Compute = Callable[[datetime | None], "BatchRows | Iterable[Chunk]"]
+# Writes a chunk's good rows: (inserted, path, the rows as written -- ``ingest.isolate`` moves
+# rows PostgreSQL refuses from good to bad)
+Insert = Callable[[psycopg.Connection, BatchRows], "tuple[int, str, BatchRows]"]
+
+
+def insert_rows(conn: psycopg.Connection, rows: BatchRows) -> tuple[int, str, BatchRows]:
+    """The default ``Insert``: ``insert_events`` on the good rows; a failure fails the batch."""
+    inserted, path = insert_events(conn, rows.good)
+    return inserted, path, rows
 
 
 def write_batch(
@@ -99,6 +109,7 @@ def write_batch(
     batch_id: int,
     compute: Compute,
     inline: InlineRetention | None = None,
+    insert: Insert = insert_rows,
 ) -> BatchResult:
     """Run steps 1-5 above; ``conn`` must be in autocommit mode (transactions are explicit).
 
@@ -112,7 +123,7 @@ def write_batch(
             return BatchResult(query_id, batch_id, skipped=True)
         chunks = compute(_lock_state(conn, state_key))
         written = _write_chunks(
-            conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id
+            conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id, insert
         )
         result = _finish(conn, query_id, state_key, batch_id, written, inline)
         _fault("before_commit", batch_id)
@@ -151,7 +162,9 @@ class _Written:
     compute_s: float
 
 
-def _write_chunks(conn: psycopg.Connection, chunks: Iterable[Chunk], batch_id: int) -> _Written:
+def _write_chunks(
+    conn: psycopg.Connection, chunks: Iterable[Chunk], batch_id: int, insert: Insert
+) -> _Written:
     """Write each chunk while the next one is computed (at most one write in flight, so the
     writer thread is the only one that touches the tally until the end)."""
     tally, paths, accepted, compute_s = _Tally(), [], 0, 0.0
@@ -167,7 +180,7 @@ def _write_chunks(conn: psycopg.Connection, chunks: Iterable[Chunk], batch_id: i
                     accepted, paths = accepted + done[0], [*paths, done[1]]
                 if rows is None:
                     break
-                pending = pool.submit(_write_chunk, conn, rows, batch_id, tally)
+                pending = pool.submit(_write_chunk, conn, rows, batch_id, tally, insert)
                 del rows  # the writer holds the chunk until it is written
         finally:
             if pending is not None:  # never leave the transaction while a COPY still runs
@@ -181,11 +194,11 @@ def _value_counts(values: pa.ChunkedArray) -> dict:
 
 
 def _write_chunk(
-    conn: psycopg.Connection, chunk: Chunk, batch_id: int, tally: _Tally
+    conn: psycopg.Connection, chunk: Chunk, batch_id: int, tally: _Tally, insert: Insert
 ) -> tuple[int, str]:
     rows = chunk if isinstance(chunk, BatchRows) else chunk()
+    accepted, path, rows = insert(conn, rows)
     tally.add(rows)
-    accepted, path = insert_events(conn, rows.good)
     copy_dead_letters(conn, rows.bad, batch_id)
     return accepted, path
 

@@ -24,11 +24,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from db.connect import connect
-from ingest import batch, foreign, parse
+from ingest import batch, foreign, isolate, parse
 from ingest.config import IngestConfig
 from ingest.errors import first_line, spark_error_text
 from ingest.pull import PullUnavailable, arrow_partitions
-from ingest.sink import BatchResult, Chunk, InlineRetention, write_batch
+from ingest.sink import BatchResult, BatchRows, Chunk, InlineRetention, insert_rows, write_batch
 from ingest.tidy import batch_files
 
 OnResult = Callable[[str, BatchResult], None]
@@ -66,12 +66,18 @@ class BatchHandler:
             raise RuntimeError("the streaming query's id was never bound to its batch handler")
         with self._lock:
             try:
-                result = self._write(df, batch_id, by_file=self._by_file(batch_id))
-            except _PulledBatchFailed as failed:  # its transaction rolled back: file by file
-                if isinstance(failed.__cause__, PullUnavailable):
-                    self._pull = False
-                result = self._write(df, batch_id, by_file=True)
+                result = self._write_or_narrow(df, batch_id)
+            except isolate.NARROWABLE:  # rolled back: again file by file, record by record
+                result = self._write(df, batch_id, by_file=True, narrow=True)
         self.on_result(self.stream, result)
+
+    def _write_or_narrow(self, df: DataFrame, batch_id: int) -> BatchResult:
+        try:
+            return self._write(df, batch_id, by_file=self._by_file(batch_id))
+        except _PulledBatchFailed as failed:  # its transaction rolled back: file by file
+            if isinstance(failed.__cause__, PullUnavailable):
+                self._pull = False
+            return self._write(df, batch_id, by_file=True)
 
     def _by_file(self, batch_id: int) -> bool:
         """Read this batch file by file: always once the pull is unavailable, and for Parquet
@@ -84,18 +90,29 @@ class BatchHandler:
         paths = batch_files(self.config.checkpoint_for(self.stream), batch_id)
         return any(foreign.check(str(path)).kind != "ok" for path in paths)
 
-    def _write(self, df: DataFrame, batch_id: int, *, by_file: bool) -> BatchResult:
+    def _write(
+        self, df: DataFrame, batch_id: int, *, by_file: bool, narrow: bool = False
+    ) -> BatchResult:
+        """Write the batch; ``narrow`` (after a content failure): one chunk per file, and rows
+        PostgreSQL refuses become dead letters (``ingest.isolate``)."""
         return write_batch(
             self._connection(),
             self.config.marker_id(self.stream, str(self._checkpoint_id)),
             self.config.query_id,
             batch_id,
-            lambda newest: self.compute(df, newest, batch_id, by_file=by_file),
+            lambda newest: self.compute(df, newest, batch_id, by_file=by_file, narrow=narrow),
             self._inline(),
+            isolate.insert_narrowed if narrow else insert_rows,
         )
 
     def compute(
-        self, df: DataFrame, newest_before: datetime | None, batch_id: int, *, by_file: bool
+        self,
+        df: DataFrame,
+        newest_before: datetime | None,
+        batch_id: int,
+        *,
+        by_file: bool,
+        narrow: bool = False,
     ) -> Iterator[Chunk]:
         """Spark: parse and classify against the stream state, one Arrow table per Spark
         partition (the sink writes partition k while Spark computes partition k+1); the
@@ -135,6 +152,11 @@ class BatchHandler:
             yield partial(batch.split, parse.apply(df, steps).toArrow())
             return
         spark = df.sparkSession
+        if narrow:  # one file per chunk, so a refused row's dead letter names its file
+            for path in sorted(paths):
+                rows = batch.split(self._collect_chunk(spark, [path], steps, limits))
+                yield BatchRows(rows.good, rows.bad, PurePosixPath(path).name)
+            return
         for names in file_chunks(paths):  # Spark runs in this thread: dedup in the writer's
             yield partial(batch.split, self._collect_chunk(spark, names, steps, limits))
 

@@ -9,6 +9,7 @@ the file's: ``rows_in`` = the file's records = accepted + duplicates + rejected.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -16,13 +17,16 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from db.events import partition_of
 from ingest.tidy import batch_files
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state, spark_session
+from tests.invariants import assert_rollups_exact
 from tests.test_ingest_stream import ingest_once
 
 pytestmark = pytest.mark.spark
@@ -214,3 +218,61 @@ def test_dead_letters_give_back_the_exact_input_bytes(spark, store_dsn, conn, tm
     assert exact_text == {"not json \\0 but a literal backslash-zero"}
     parquet = [bytes(exact) for source, exact, _, _ in got if source == "raw.parquet"]
     assert parquet == [b"k\xc3("]
+
+
+def events_file(land: Path, name: str, events: list[tuple[str, int]], mtime: float) -> None:
+    write_bytes(land, name, [line(u.encode(), str(v).encode()) for u, v in events], mtime)
+
+
+def test_a_row_postgresql_refuses_is_narrowed_to_and_the_rest_commits(
+    spark, make_store, tmp_path
+):
+    """Something validation did not foresee -- here a CHECK constraint a DBA added -- fails
+    the batch; it is written again file by file and row by row, and only the refused rows
+    become dead letters (one per input copy), with PostgreSQL's reason."""
+    dsn = make_store(8)
+    land = tmp_path / "landing"
+    land.mkdir()
+    base = time.time() - 100
+    events_file(land, "a.jsonl", [("a1", 1), ("a2", 666), ("a3", 3)], base)
+    events_file(land, "b.jsonl", [("b1", 666), ("b1", 666), ("b2", 2)], base + 1)
+    events_file(land, "c.jsonl", [("c1", 1)], base + 2)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ALTER TABLE slidewin.events ADD CONSTRAINT no_666 CHECK (val <> 666)")
+        ingest_once(spark, dsn, tmp_path, max_files_per_trigger=10)
+        assert stored_uuids(conn) == {"a1", "a3", "b2", "c1"}
+        dead = conn.execute(
+            "SELECT source, reason, detail, raw FROM slidewin.dead_letters ORDER BY source"
+        ).fetchall()
+        assert [(s, r) for s, r, _, _ in dead] == [("a.jsonl", "unstorable")] + [
+            ("b.jsonl", "unstorable")
+        ] * 2
+        assert all('"no_666"' in detail for _, _, detail, _ in dead)
+        assert json.loads(dead[0][3])["uuid"] == "a2"
+        marker = conn.execute(
+            "SELECT rows_in, accepted, duplicates, rejected FROM slidewin.ingest_batches"
+        ).fetchall()
+        assert marker == [(7, 4, 0, 3)]
+        assert_rollups_exact(conn)
+
+
+def test_a_failure_that_is_not_the_rows_fault_dead_letters_nothing(spark, make_store, tmp_path):
+    """A missing partition is no fault of the events: the batch fails whole (nothing stored,
+    nothing dead-lettered) and is written once the cause is mended."""
+    dsn = make_store(8)
+    land = tmp_path / "landing"
+    land.mkdir()
+    events_file(land, "a.jsonl", [("k1", 1), ("k2", 2)], time.time() - 10)
+    part = partition_of("k1", 8)
+    rename = "ALTER TABLE slidewin.events_p{0:03d}{1} RENAME TO events_p{0:03d}{2}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(rename.format(part, "", "_away"))
+        with pytest.raises(Exception, match="events_p"):  # noqa: B017 - the stream fails
+            ingest_once(spark, dsn, tmp_path)
+        counts = "SELECT (SELECT count(*) FROM slidewin.dead_letters), "
+        counts += "(SELECT count(*) FROM slidewin.ingest_batches)"
+        assert conn.execute(counts).fetchone() == (0, 0)
+        conn.execute(rename.format(part, "_away", ""))
+        ingest_once(spark, dsn, tmp_path)
+        assert stored_uuids(conn) == {"k1", "k2"}
+        assert conn.execute(counts).fetchone() == (0, 1)
