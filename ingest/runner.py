@@ -26,6 +26,7 @@ from db.schema import current_version
 from ingest import java
 from ingest.config import IngestConfig, resolve_retention
 from ingest.errors import IngestError, first_line
+from ingest.landing import SWEEP_EVERY_S, LandingSweep
 from ingest.progress import Totals, batch_line
 from ingest.sink import BatchResult
 from ingest.tidy import tidy_last_batch
@@ -118,15 +119,21 @@ def run(
         for name in config.stream_names
     ]
     queries: list[StreamingQuery] = []
+    sweep = LandingSweep(config, progress)
+    sweep.sweep()  # before the queries list the landing directory: --once reads them too
+    swept = threading.Event()
     try:
         for handler in handlers:
             queries.append(start_stream(session, config, handler))
         progress(_started_line(config, session))
+        if not config.once:
+            _sweep_until(sweep, swept)
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
             _wait(queries, stop)
     finally:
+        swept.set()
         _stop_all(queries, handlers)
         for name in config.stream_names:
             tidy_last_batch(config, name)
@@ -135,6 +142,17 @@ def run(
                 progress(CLASS_CACHE_NOTE)
             stop_session(session)
     return totals
+
+
+def _sweep_until(sweep: LandingSweep, stop: threading.Event) -> None:
+    """Sweep the landing directory every few seconds in a thread until ``stop`` is set."""
+
+    def loop() -> None:
+        while not stop.wait(SWEEP_EVERY_S):
+            with contextlib.suppress(Exception):  # a sweep that fails is tried again later
+                sweep.sweep()
+
+    threading.Thread(target=loop, name="slidewin-landing-sweep", daemon=True).start()
 
 
 def _wait(queries: list[StreamingQuery], stop: threading.Event) -> None:

@@ -35,7 +35,10 @@ DRIVER_GC = "-XX:+UseParallelGC"
 PARTITION_BYTES = 4 * 2**20  # input per Spark partition: a 200k-event Parquet file is ~3 MB
 FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
 # Spark's default log4j profile logs INFO until setLogLevel runs and announces itself; this one
-# is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop).
+# is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop)
+# and the warnings (one with a stack trace) of a restart about the last batch's files, which
+# ``ingest.tidy`` archived on purpose when the previous run stopped: Spark looks them up again
+# to rebuild that batch's plan and to archive them once more.
 LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -48,7 +51,14 @@ logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
 logger.dag.name = org.apache.spark.scheduler.DAGScheduler
 logger.dag.level = error
-"""
+logger.fsutils.name = org.apache.spark.util.HadoopFSUtils
+logger.fsutils.level = error
+logger.archiver.level = error
+logger.sink.name = org.apache.spark.sql.execution.streaming.sinks.FileStreamSink
+logger.sink.level = error
+""" + "logger.archiver.name = org.apache.spark.sql.execution.streaming.runtime." + (
+    "FileStreamSource$SourceFileArchiver\n"
+)
 
 
 def log4j_file() -> Path:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -276,3 +278,47 @@ def test_a_failure_that_is_not_the_rows_fault_dead_letters_nothing(spark, make_s
         ingest_once(spark, dsn, tmp_path)
         assert stored_uuids(conn) == {"k1", "k2"}
         assert conn.execute(counts).fetchone() == (0, 1)
+
+
+def test_a_name_used_before_is_read_again_and_a_restart_is_quiet(make_store, tmp_path):
+    """``slidewin ingest --once`` twice, as a user runs it: the second run reads a file sent
+    again under a name the first run archived (renamed, reported), and prints no warnings
+    about the first run's files, which were archived on purpose."""
+    dsn = make_store(8)
+    land = tmp_path / "landing"
+    land.mkdir()
+    env = {**os.environ, "SLIDEWIN_DSN": dsn}
+    argv = [sys.executable, "-c", "from client.cli import main; main()",
+            "--data-dir", str(tmp_path / "data"), "ingest", "--landing", str(land), "--once"]
+    events_file(land, "a.jsonl", [("k1", 1), ("k2", 2)], time.time() - 5)
+    first = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    events_file(land, "a.jsonl", [("k2", 2), ("k3", 3)], time.time())
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert "a.jsonl was read before under that name" in second.stderr
+    assert not [x for x in second.stderr.splitlines() if " WARN " in x], second.stderr
+    assert list(land.iterdir()) == []
+    with psycopg.connect(dsn) as conn:
+        assert stored_uuids(conn) == {"k1", "k2", "k3"}
+        assert conn.execute(
+            "SELECT sum(rows_in), sum(accepted), sum(duplicates) FROM slidewin.ingest_batches"
+        ).fetchone() == (4, 3, 1)
+
+
+def test_a_rewritten_file_and_an_old_file_are_read(spark, store_dsn, conn, tmp_path):
+    """Spark skips a path it has read (whatever is there now) and files far older than the
+    newest it has seen; the landing sweep hands both back."""
+    iconn = clean_ingest_state(conn)
+    land = tmp_path / "landing"
+    land.mkdir()
+    events_file(land, "a.jsonl", [("k1", 1)], time.time() - 60)
+    ingest_once(spark, store_dsn, tmp_path)  # keep: a.jsonl stays where it is
+    events_file(land, "a.jsonl", [("k1", 1), ("k2", 2)], time.time() - 30)  # rewritten
+    events_file(land, "old.jsonl", [("k3", 3)], time.time() - 30 * 86400)  # a month old
+    lines = ingest_once(spark, store_dsn, tmp_path)
+    assert stored_uuids(iconn) == {"k1", "k2", "k3"}
+    assert sum("renamed to a.resent-" in x for x in lines) == 1
+    assert sum("old.jsonl is older than Spark reads" in x for x in lines) == 1
+    lines = ingest_once(spark, store_dsn, tmp_path)  # nothing left to hand back
+    assert not [x for x in lines if x.startswith("landing:")]
