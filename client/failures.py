@@ -21,23 +21,10 @@ from psycopg.conninfo import conninfo_to_dict
 
 from db.config import redact
 from db.connect import unavailable
-from db.errors import SlidewinError
+from db.errors import SlidewinError, fix_for_sqlstate
 from ingest.errors import first_line
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, what shells report for Ctrl-C
-DB_INIT_FIX = "the slidewin schema is missing or older than this slidewin: run `slidewin db init`"
-# SQLSTATE (or its two-character class) -> the fix to name
-SQLSTATE_FIXES = {
-    "3F000": DB_INIT_FIX,  # invalid_schema_name
-    "42P01": DB_INIT_FIX,  # undefined_table
-    "42883": DB_INIT_FIX,  # undefined_function
-    "42703": DB_INIT_FIX,  # undefined_column
-    "42501": "connect as a role with the privilege (e.g. the database's owner)",
-    "53": "the server is out of a resource (disk, memory, connections): free it and rerun",
-    "40": "another transaction conflicted with this one: rerun the command",
-    "57": "the server was shut down or cancelled the statement: start it and rerun",
-    "25006": "the server is read-only (a standby?): point --dsn at the primary",
-}
 
 
 def describe(exc: BaseException, dsn: str | None) -> tuple[str, int]:
@@ -94,7 +81,7 @@ def _database_message(exc: psycopg.Error, dsn: str | None) -> str:
             f"lost the connection to PostgreSQL{where} ({first}); check the server is "
             "running and reachable, then rerun the command"
         )
-    fix = _sqlstate_fix(exc)
+    fix = fix_for_sqlstate(exc.sqlstate)
     hint = exc.diag.message_hint
     text = f"PostgreSQL refused the command: {first}"
     if hint:
@@ -108,11 +95,6 @@ def _connection_lost(exc: psycopg.Error) -> bool:
         return False
     state = exc.sqlstate or ""
     return not state or state.startswith(("08", "57P"))
-
-
-def _sqlstate_fix(exc: psycopg.Error) -> str | None:
-    state = exc.sqlstate or ""
-    return SQLSTATE_FIXES.get(state) or SQLSTATE_FIXES.get(state[:2])
 
 
 def _spark_error(exc: BaseException) -> BaseException | None:
@@ -146,8 +128,9 @@ def _os_message(exc: OSError) -> str:
 def _safe_first_line(exc: BaseException) -> str:
     """The first meaningful line of ``exc``'s text. PySpark's ``str()`` raises once the JVM is
     gone (Python then prints ``<exception str() failed>``): fall back to its description,
-    then its type. py4j's "An error occurred while calling o42.x" line says nothing: skip it."""
-    for getter in (str, lambda e: getattr(e, "desc", None) or "", lambda e: repr(e.args)):
+    then its arguments, then its type. py4j's "An error occurred while calling o42.x" line
+    says nothing: skip it."""
+    for getter in (str, _description, lambda e: repr(e.args)):
         try:
             text = getter(exc)
         except Exception:  # noqa: S112 - try the next way of reading the message
@@ -160,6 +143,15 @@ def _safe_first_line(exc: BaseException) -> str:
         if lines and lines[0] not in ("()", ""):
             return first_line(lines[0])
     return type(exc).__name__
+
+
+def _description(exc: BaseException) -> str:
+    """PySpark's own message, read without the JVM (``str()`` asks the JVM for settings)."""
+    for name in ("_desc", "desc"):
+        text = getattr(exc, name, None)
+        if isinstance(text, str) and text.strip():
+            return text
+    return ""
 
 
 def scrub(text: str, dsn: str | None) -> str:

@@ -35,7 +35,9 @@ DRIVER_GC = "-XX:+UseParallelGC"
 PARTITION_BYTES = 4 * 2**20  # input per Spark partition: a 200k-event Parquet file is ~3 MB
 FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
 # Spark's default log4j profile logs INFO until setLogLevel runs and announces itself; this one
-# is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop).
+# is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop)
+# and a failed query's "terminated with error" (pages of Java and Python stack: slidewin reports
+# the failure itself, in one line).
 LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -48,6 +50,8 @@ logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
 logger.dag.name = org.apache.spark.scheduler.DAGScheduler
 logger.dag.level = error
+logger.stream.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.stream.level = fatal
 """
 
 
@@ -179,7 +183,13 @@ def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
     dump = _CACHES.pop(id(spark), ("off", None))[1]
     if dump is not None:
         timeout_s = max(timeout_s, DUMP_TIMEOUT_S)  # the JVM writes its class cache as it exits
-    spark.stop()
+    try:
+        spark.stop()
+    except Exception:
+        if proc is None or proc.poll() is None:
+            raise
+        # the JVM is already dead (killed, out of memory): the error that found that out is
+        # the one to report, not this one; the rest below still tidies up
     try:
         gateway.shutdown()
     except Exception:  # noqa: S110 - the JVM may already be gone; nothing left to close
