@@ -82,7 +82,8 @@ def _totals(app: AppContext) -> dict[str, Any]:
     "--dsn",
     envvar="SLIDEWIN_DSN",
     show_envvar=True,
-    help="PostgreSQL connection string (else DATABASE_URL, else the embedded server).",
+    help="PostgreSQL connection string (else DATABASE_URL, else the embedded server). With a "
+    "password, prefer SLIDEWIN_DSN: `ps` shows a command line to every user.",
 )
 @click.option(
     "--data-dir",
