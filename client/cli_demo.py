@@ -159,7 +159,8 @@ class Demo:
                 dead = [c for c in self.children if not c.alive()]
                 if dead:
                     self.died = _died(dead[0].name, dead[0])
-                    click.echo(f"error: {self.died}", err=True)
+                    # said now, as the run stops; the error line itself comes at the end
+                    click.echo(f"{self.died}; stopping the demo", err=True)
                     stop.set()
 
         threading.Thread(target=loop, name="demo-watch", daemon=True).start()
