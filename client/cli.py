@@ -9,6 +9,7 @@ quietly. ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 import sys
 from typing import Any
@@ -109,6 +110,10 @@ def cli(
       slidewin --dsn postgresql://127.0.0.1/test db status
     """
     ctx.obj = AppContext(dsn_option=dsn, data_dir_option=data_dir, debug=debug, quiet=quiet)
+    if not debug:
+        # py4j logs a dying JVM's socket errors with their tracebacks (its ``logging.info``
+        # call configures the root logger's stderr handler); the failure is one error line
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 def _load_commands() -> None:
