@@ -11,6 +11,7 @@ ingest leaves no JVM behind.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import warnings
@@ -56,8 +57,11 @@ logger.stream.level = fatal
 
 
 def log4j_file() -> Path:
-    """Write slidewin's log4j2 configuration to the temp directory (idempotent)."""
-    path = Path(tempfile.gettempdir()) / "slidewin-log4j2.properties"
+    """Write slidewin's log4j2 configuration to the temp directory (idempotent). The name
+    carries a digest of the content: two slidewin versions on one machine never read each
+    other's."""
+    digest = hashlib.sha256(LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"slidewin-log4j2-{digest}.properties"
     if not path.is_file() or path.read_text(encoding="utf-8") != LOG4J2:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(LOG4J2, encoding="utf-8")
