@@ -32,7 +32,7 @@ from typing import Any
 from client.freshness import FreshnessTracker
 from client.generator import Batch, EventGenerator, GeneratorConfig, GeneratorStats
 from client.maxtracker import MaxTracker
-from client.processes import slidewin_argv, start_child
+from client.processes import Launch, slidewin_child, start_child
 from client.reporter import Failures, Reporter, StoreWatch
 from client.session import FRESHNESS_POLL_S
 from db.connect import connect
@@ -182,16 +182,16 @@ def ingest_rate(dsn: str, source: Path, work: Path, settings: BenchSettings,
         if found:
             marks.append((time.monotonic(), int(found.group(2))))
 
-    argv = slidewin_argv("--dsn", dsn, "--data-dir", str(work), "ingest", "--once",
-                         "--landing", str(landing), "--checkpoint-dir", str(work / "ckpt"),
-                         "--processed", "keep", "--query-id", "bench",
-                         "--max-files-per-trigger", str(settings.files_per_batch))
+    launch = slidewin_child(dsn, "--data-dir", str(work), "ingest", "--once",
+                            "--landing", str(landing), "--checkpoint-dir", str(work / "ckpt"),
+                            "--processed", "keep", "--query-id", "bench",
+                            "--max-files-per-trigger", str(settings.files_per_batch))
     watchers = Watchers(dsn, settings.max_interval_s) if watch else None
     if watchers is not None:
         with watchers:
-            code, cpu = _run_child(argv, work, on_line)
+            code, cpu = _run_child(launch, work, on_line)
     else:
-        code, cpu = _run_child(argv, work, on_line)
+        code, cpu = _run_child(launch, work, on_line)
     if code != 0 or len(marks) < 3:
         raise BenchError(
             f"the ingest exited {code} after {len(marks)} batches (3 needed: raise --events); "
@@ -205,9 +205,10 @@ def ingest_rate(dsn: str, source: Path, work: Path, settings: BenchSettings,
     return run
 
 
-def _run_child(argv: list[str], work: Path, on_line: Callable[[str], None]) -> tuple[int, float]:
+def _run_child(launch: Launch, work: Path, on_line: Callable[[str], None]) -> tuple[int, float]:
     """Run the ingest to the end; sample its process group's CPU while it runs."""
-    child = start_child("ingest", argv, work / "ingest.log", on_line=on_line)
+    child = start_child("ingest", launch.argv, work / "ingest.log", env=launch.env,
+                        on_line=on_line)
     cpu: dict[int, float] = {}
     while child.proc.poll() is None:
         cpu.update(group_cpu_s(child.pgid))

@@ -1,36 +1,81 @@
 """The ``slidewin`` command. Each ``client/cli_*.py`` module contributes its commands.
 
-Errors a user can fix (SlidewinError) print one line and exit non-zero without a traceback;
-``--debug`` shows the traceback.
+Every failure ends in one ``error: ...`` line naming the cause and the fix, and a non-zero exit
+code (``client.failures`` words it); a command given ``--json`` still ends stdout with one JSON
+object, ``{"error": ..., "exit_code": ...}`` plus the totals it has so far. Ctrl-C exits 130
+quietly. ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 import sys
+from typing import Any
 
 import click
 
 import client
-from client.context import AppContext
-from db.errors import SlidewinError
+from client.context import AppContext, emit_json
+from client.failures import INTERRUPTED_EXIT, describe
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+CLICK_EXITS = (click.ClickException, click.exceptions.Exit, click.Abort)
+
+
+class SlidewinCommand(click.Command):
+    """A command that tells the error display whether it was asked for --json."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        app = ctx.find_object(AppContext)
+        if app is not None:
+            app.as_json = bool(ctx.params.get("as_json"))
+        return super().invoke(ctx)
 
 
 class SlidewinGroup(click.Group):
-    """A group whose errors are one clean line (unless --debug)."""
+    """A group whose errors are one clean line (unless --debug); its commands and subgroups
+    are SlidewinCommand and SlidewinGroup."""
 
-    def invoke(self, ctx: click.Context) -> object:
+    command_class = SlidewinCommand
+    group_class = type  # subgroups are of this class too
+
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except SlidewinError as exc:
-            app = ctx.find_object(AppContext)
-            if app is not None and app.debug:
+        except CLICK_EXITS:
+            raise  # usage errors, --help, ctx.exit: click prints and exits as usual
+        except KeyboardInterrupt:
+            if _debug(ctx):
                 raise
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            ctx.exit(INTERRUPTED_EXIT)
+        except Exception as exc:
+            if _debug(ctx):
+                raise
+            _fail(ctx, exc)
+
+
+def _debug(ctx: click.Context) -> bool:
+    app = ctx.find_object(AppContext)
+    return app is not None and app.debug
+
+
+def _fail(ctx: click.Context, exc: Exception) -> None:
+    app = ctx.find_object(AppContext) or AppContext()
+    message, code = describe(exc, app.known_dsn)
+    if app.as_json:
+        emit_json({"error": message, "exit_code": code, **_totals(app)})
+    click.echo(f"error: {message}", err=True)
+    ctx.exit(code)
+
+
+def _totals(app: AppContext) -> dict[str, Any]:
+    """The failing command's totals so far; none when even they cannot be read."""
+    try:
+        return app.error_totals() if app.error_totals is not None else {}
+    except Exception:
+        return {}
 
 
 @click.group(cls=SlidewinGroup, context_settings=CONTEXT_SETTINGS)
@@ -38,7 +83,8 @@ class SlidewinGroup(click.Group):
     "--dsn",
     envvar="SLIDEWIN_DSN",
     show_envvar=True,
-    help="PostgreSQL connection string (else DATABASE_URL, else the embedded server).",
+    help="PostgreSQL connection string (else DATABASE_URL, else the embedded server). With a "
+    "password, prefer SLIDEWIN_DSN: `ps` shows a command line to every user.",
 )
 @click.option(
     "--data-dir",
@@ -64,6 +110,10 @@ def cli(
       slidewin --dsn postgresql://127.0.0.1/test db status
     """
     ctx.obj = AppContext(dsn_option=dsn, data_dir_option=data_dir, debug=debug, quiet=quiet)
+    if not debug:
+        # py4j logs a dying JVM's socket errors with their tracebacks (its ``logging.info``
+        # call configures the root logger's stderr handler); the failure is one error line
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 def _load_commands() -> None:

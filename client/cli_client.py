@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,17 +96,33 @@ def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: An
 
 
 def run_client(
-    config: ClientConfig, dsn: str, view: str, stop: threading.Event, drain_s: float = 10.0
+    config: ClientConfig, dsn: str, view: str, stop: threading.Event, drain_s: float = 10.0,
+    app: AppContext | None = None,
 ) -> Summary:
-    """Run one client session to the end; print the summary lines; return the summary."""
+    """Run one client session to the end; print the summary lines; return the summary.
+    With ``app``, a failure's --json line carries the session's totals so far."""
     display = make_display(None if view == "auto" else view == "live")
     try:
-        summary = ClientSession(config, dsn, display, drain_s=drain_s).run(stop)
+        session = ClientSession(config, dsn, display, drain_s=drain_s)
+        if app is not None:
+            app.error_totals = partial(totals_so_far, session)
+        summary = session.run(stop)
     finally:
         display.close()
     for line in format_summary(summary):
         click.echo(line)
     return summary
+
+
+def totals_so_far(session: ClientSession) -> dict[str, Any]:
+    """What a session counted before it failed (no database needed to read it)."""
+    store = session.reporter.watch.totals if session.reporter is not None else None
+    return {
+        "written": session.generator.stats.events,
+        "ingested": store.ingested if store is not None else 0,
+        "rejected": store.rejected if store is not None else 0,
+        "failures": session.failures.count,
+    }
 
 
 @cli.command("client")
@@ -138,6 +155,6 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     app.progress(f"writing {config.ratelimit:g} events/s into {config.landing} "
                  f"for {config.duration:g} s")
     with stop_on_signals(stop):
-        summary = run_client(config, app.dsn, view, stop)
+        summary = run_client(config, app.dsn, view, stop, app=app)
     if as_json:
         emit_json(summary.as_json())

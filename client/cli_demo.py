@@ -6,7 +6,8 @@ policy; start ``slidewin ingest`` and wait until its streams run (events written
 would be judged late against the first batch); unless --inline, schedule and start the retention
 scheduler (``slidewin jobs``); then run the client in this process for --duration.
 
-Every child gets the DSN explicitly and runs in its own process group (see client.processes);
+Every child gets the DSN in its environment (SLIDEWIN_DSN, never on its command line, which
+``ps`` shows to every user) and runs in its own process group (see client.processes);
 at the end -- or on Ctrl-C / SIGTERM -- the client stops writing, the written events get a few
 seconds to land, then the scheduler and the ingest are stopped (SIGTERM, wait, SIGKILL of the
 group as a last resort, so no JVM survives). With no --dsn the embedded PostgreSQL is started by
@@ -35,7 +36,7 @@ from client.config import ClientConfig
 from client.context import AppContext, emit_json, pass_app
 from client.generator import EventGenerator, GeneratorConfig
 from client.params import DURATION
-from client.processes import Child, slidewin_argv, start_child, stop_on_signals
+from client.processes import Child, Launch, slidewin_child, start_child, stop_on_signals
 from client.session import record_retention
 from db.config import redact
 from db.errors import SlidewinError
@@ -58,9 +59,9 @@ def run_dir(data_dir: Path) -> Path:
     return folder
 
 
-def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
-                trigger: str) -> list[str]:
-    args = ["--dsn", dsn, "--data-dir", str(data_dir), "ingest", "--landing", str(config.landing),
+def ingest_launch(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
+                  trigger: str) -> Launch:
+    args = ["--data-dir", str(data_dir), "ingest", "--landing", str(config.landing),
             "--checkpoint-dir", str(folder / "checkpoints"), "--processed", "delete",
             "--trigger", trigger, "--query-id", QUERY_ID]
     if config.history_s:
@@ -69,17 +70,17 @@ def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
         args += ["--inline", "--chunk", str(config.deletechunksize)]
         if config.max_rows:  # store-wide, as VoltDB's maxrows
             args += ["--max-rows", str(config.max_rows)]
-    return slidewin_argv(*args)
+    return slidewin_child(dsn, *args)
 
 
-def jobs_add_argv(dsn: str, config: ClientConfig) -> list[str]:
-    args = ["--dsn", dsn, "jobs", "add", "retention", "--chunk", str(config.deletechunksize),
+def jobs_add_launch(dsn: str, config: ClientConfig) -> Launch:
+    args = ["jobs", "add", "retention", "--chunk", str(config.deletechunksize),
             "--yield", f"{config.deleteyieldtime_ms:g}ms"]
     if config.history_s:
         args += ["--history", f"{config.history_s:g}s"]
     if config.max_rows:
         args += ["--max-rows", str(config.max_rows)]
-    return slidewin_argv(*args)
+    return slidewin_child(dsn, *args)
 
 
 class Demo:
@@ -100,8 +101,8 @@ class Demo:
             self.first_batch.set()
 
     def start_ingest(self, trigger: str, stop: threading.Event, timeout_s: float) -> None:
-        argv = ingest_argv(self.dsn, self.app.data_dir, self.config, self.folder, trigger)
-        child = start_child("ingest", argv, self.folder / "ingest.log",
+        launch = ingest_launch(self.dsn, self.app.data_dir, self.config, self.folder, trigger)
+        child = start_child("ingest", launch.argv, self.folder / "ingest.log", env=launch.env,
                             on_line=self._on_ingest_line)
         self.children.append(child)
         self.app.progress("starting the Spark ingest (this takes a while the first time)...")
@@ -134,12 +135,15 @@ class Demo:
                 return
 
     def start_scheduler(self) -> None:
-        done = subprocess.run(jobs_add_argv(self.dsn, self.config), capture_output=True,
-                              text=True, check=False, timeout=120)
+        add = jobs_add_launch(self.dsn, self.config)
+        done = subprocess.run(add.argv, env=add.env, capture_output=True, text=True,
+                              check=False, timeout=120)
         if done.returncode != 0:
-            raise DemoError(f"could not schedule retention: {done.stderr.strip() or done.stdout}")
-        argv = slidewin_argv("--dsn", self.dsn, "jobs", "run")
-        self.children.append(start_child("jobs", argv, self.folder / "jobs.log"))
+            said = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+            raise DemoError(f"could not schedule retention: {said.removeprefix('error: ')}")
+        run = slidewin_child(self.dsn, "jobs", "run")
+        self.children.append(start_child("jobs", run.argv, self.folder / "jobs.log",
+                                         env=run.env))
         self.app.progress("retention scheduler running")
 
     def check_alive(self) -> None:
@@ -155,7 +159,8 @@ class Demo:
                 dead = [c for c in self.children if not c.alive()]
                 if dead:
                     self.died = _died(dead[0].name, dead[0])
-                    click.echo(f"error: {self.died}", err=True)
+                    # said now, as the run stops; the error line itself comes at the end
+                    click.echo(f"{self.died}; stopping the demo", err=True)
                     stop.set()
 
         threading.Thread(target=loop, name="demo-watch", daemon=True).start()
@@ -172,9 +177,12 @@ class Demo:
 
 
 def _died(name: str, child: Child) -> str:
-    tail = "\n".join(list(child.tail)[-8:])
+    """One line: the child's own ``error:`` line (else its last line) and where its log is."""
+    lines = [line.strip() for line in child.tail if line.strip()]
+    said = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    cause = said[-1] if said else (lines[-1] if lines else "no output")
     code = child.proc.returncode
-    return f"the {name} process exited (code {code}); see {child.log_path}:\n{tail}"
+    return f"the {name} process exited (code {code}): {cause}; its log: {child.log_path}"
 
 
 def preflight(app: AppContext) -> str:
@@ -234,7 +242,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                 demo.watch(stop)
                 app.progress(f"client: {config.ratelimit:g} events/s for {config.duration:g} s "
                              f"into {config.landing}; logs in {folder}")
-                summary = run_client(config, dsn, view, stop, drain_s=15.0)
+                summary = run_client(config, dsn, view, stop, drain_s=15.0, app=app)
         finally:
             with contextlib.suppress(Exception):
                 demo.stop_all()
@@ -242,6 +250,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     if summary is None:
         raise DemoError("stopped before the client started")
     if demo.died:
+        app.error_totals = summary.as_json
         raise DemoError(demo.died)
     if as_json:
         emit_json(summary.as_json())

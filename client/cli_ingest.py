@@ -18,6 +18,7 @@ from ingest.config import (
     IngestConfig,
     default_paths,
 )
+from ingest.progress import Totals
 
 
 @cli.command("ingest")
@@ -94,6 +95,8 @@ def ingest_command(
     """
     from ingest.runner import preflight, run, stop_on_signals
 
+    so_far = Totals()  # the batches committed before a failure, for its --json line
+    app.error_totals = so_far.as_json
     land, checkpoints, archive = default_paths(app.data_dir, landing, query_id)
     config = IngestConfig(
         landing=land,
@@ -107,7 +110,8 @@ def ingest_command(
     prepared = preflight(config, app.dsn)
     stop = threading.Event()
     with stop_on_signals(stop):
-        totals = run(prepared, app.dsn, app.progress, stop)
+        totals = run(prepared, app.dsn, app.progress, stop,
+                     on_batch=lambda _stream, result: so_far.add(result))
     app.progress(
         f"ingest stopped: {totals.batches} batches, in {totals.rows_in}, accepted "
         f"{totals.accepted}, dup {totals.duplicates}, rejected {totals.rejected}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import click
 import psycopg
 
-from db.config import data_dir
+from db.config import configured_dsn, data_dir
 from db.connect import connect, resolve_dsn
 
 
@@ -24,6 +25,10 @@ class AppContext:
     debug: bool = False
     quiet: bool = False
     _dsn: str | None = field(default=None, repr=False)
+    # set by the running command: did it get --json, and its totals so far (for a failure's
+    # JSON line: a --json command ends stdout with one JSON object, failing or not)
+    as_json: bool = False
+    error_totals: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def data_dir(self) -> Path:
@@ -34,6 +39,16 @@ class AppContext:
         if self._dsn is None:
             self._dsn = resolve_dsn(self.dsn_option, self.data_dir_option)
         return self._dsn
+
+    @property
+    def known_dsn(self) -> str | None:
+        """The DSN if it is known without starting anything (for error messages)."""
+        if self._dsn is not None:
+            return self._dsn
+        try:
+            return configured_dsn(self.dsn_option)
+        except Exception:
+            return self.dsn_option
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
         return connect(self.dsn, autocommit=autocommit)

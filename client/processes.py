@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -47,6 +47,25 @@ def slidewin_argv(*args: str) -> list[str]:
     """The command line running ``slidewin`` with this interpreter (no PATH lookup)."""
     # not ``-m client.cli``: that would import the command modules twice (as __main__ too)
     return [sys.executable, "-c", "from client.cli import main; main()", *args]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start a slidewin child: its command line and its environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+def slidewin_child(dsn: str, *args: str, base_env: Mapping[str, str] | None = None) -> Launch:
+    """``slidewin ARGS`` against ``dsn``, the DSN handed over in SLIDEWIN_DSN: a command line is
+    shown to every user of the machine (``ps``), a process's environment only to its owner and
+    root, and a DSN may hold a password. Every child slidewin starts goes through here."""
+    if any(arg == "--dsn" or arg.startswith("--dsn=") for arg in args):
+        raise ValueError("pass the DSN as slidewin_child's first argument, not as --dsn")
+    env = dict(os.environ if base_env is None else base_env)
+    env["SLIDEWIN_DSN"] = dsn
+    return Launch(slidewin_argv(*args), env)
 
 
 @dataclass

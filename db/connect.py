@@ -43,10 +43,16 @@ def connect(dsn: str, *, autocommit: bool = False, timeout_s: int = 10) -> psyco
         return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=timeout_s)
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseUnavailable(
-            f"cannot connect to PostgreSQL at {redact(dsn)} ({first}); check the server is running "
-            "and --dsn / SLIDEWIN_DSN is right, or unset them to use the embedded server"
-        ) from None
+        raise unavailable(dsn, first) from None
+
+
+def unavailable(dsn: str | None, reason: str) -> DatabaseUnavailable:
+    """The error for a server that cannot be reached, with the fix (the password masked)."""
+    where = f" at {redact(dsn)}" if dsn else ""
+    return DatabaseUnavailable(
+        f"cannot connect to PostgreSQL{where} ({reason}); check the server is running "
+        "and --dsn / SLIDEWIN_DSN is right, or unset them to use the embedded server"
+    )
 
 
 class ThreadConnections:
@@ -101,5 +107,5 @@ def procedure_errors() -> Iterator[None]:
 
 __all__ = [
     "SlidewinError", "ThreadConnections", "connect", "ensure_embedded", "procedure_errors",
-    "resolve_dsn",
+    "resolve_dsn", "unavailable",
 ]

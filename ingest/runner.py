@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from db.connect import connect
-from db.errors import SchemaMissing
+from db.errors import SchemaMissing, fix_for_sqlstate
 from db.events import partition_count
 from db.schema import current_version
 from ingest import java
@@ -131,7 +131,7 @@ def run(
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
-            _wait(queries, stop)
+            _wait(queries, handlers, stop)
     finally:
         swept.set()
         _stop_all(queries, handlers)
@@ -155,13 +155,44 @@ def _sweep_until(sweep: LandingSweep, stop: threading.Event) -> None:
     threading.Thread(target=loop, name="slidewin-landing-sweep", daemon=True).start()
 
 
-def _wait(queries: list[StreamingQuery], stop: threading.Event) -> None:
+def _wait(
+    queries: list[StreamingQuery], handlers: list[BatchHandler], stop: threading.Event
+) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    pairs = list(zip(queries, handlers, strict=True))
     while not stop.is_set() and any(q.isActive for q in queries):
-        for q in queries:
-            q.awaitTermination(0.5)
-            failure = q.exception()
-            if failure is not None:
-                raise IngestError(f"stream {q.name} failed: {first_line(str(failure))}")
+        for q, handler in pairs:
+            with contextlib.suppress(StreamingQueryException):  # raised again just below
+                q.awaitTermination(0.5)
+            _check(q, handler)
+    for q, handler in pairs:  # a stream that failed as the last one ended
+        _check(q, handler)
+
+
+def _check(query: StreamingQuery, handler: BatchHandler) -> None:
+    failure = query.exception()
+    if failure is not None:
+        raise _stream_failed(handler, failure)
+
+
+def _stream_failed(handler: BatchHandler, failure: BaseException) -> IngestError:
+    """The error that stopped a stream: the batch handler's own exception when it raised one
+    (Spark's message wraps it as FOREACH_BATCH_USER_FUNCTION_ERROR and loses the cause)."""
+    if handler.failure is None:
+        return IngestError(
+            f"stream {handler.stream} failed in Spark: {first_line(str(failure))}; fix the "
+            "cause and run slidewin ingest again (uncommitted batches are read again)"
+        )
+    batch_id, exc = handler.failure
+    fix = fix_for_sqlstate(getattr(exc, "sqlstate", None)) or "fix the cause"
+    error = IngestError(
+        f"stream {handler.stream} failed in batch {batch_id}: {type(exc).__name__}: "
+        f"{first_line(str(exc))}; the batch's transaction rolled back and it is read again "
+        f"when the ingest restarts -- {fix}, then run slidewin ingest again"
+    )
+    error.__cause__ = exc  # --debug shows where it was raised
+    return error
 
 
 def _stop_all(queries: list[StreamingQuery], handlers: list[BatchHandler]) -> None:

@@ -11,6 +11,7 @@ ingest leaves no JVM behind.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import warnings
@@ -36,9 +37,10 @@ PARTITION_BYTES = 4 * 2**20  # input per Spark partition: a 200k-event Parquet f
 FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
 # Spark's default log4j profile logs INFO until setLogLevel runs and announces itself; this one
 # is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop)
-# and the warnings (one with a stack trace) of a restart about the last batch's files, which
-# ``ingest.tidy`` archived on purpose when the previous run stopped: Spark looks them up again
-# to rebuild that batch's plan and to archive them once more.
+# and a failed query's "terminated with error" (pages of Java and Python stack: slidewin reports
+# the failure itself, in one line), and the warnings (one with a stack trace) of a restart about
+# the last batch's files, which ``ingest.tidy`` archived on purpose when the previous run
+# stopped: Spark looks them up again to rebuild that batch's plan and to archive them once more.
 LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -51,6 +53,8 @@ logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = error
 logger.dag.name = org.apache.spark.scheduler.DAGScheduler
 logger.dag.level = error
+logger.stream.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.stream.level = fatal
 logger.fsutils.name = org.apache.spark.util.HadoopFSUtils
 logger.fsutils.level = error
 logger.archiver.level = error
@@ -62,8 +66,11 @@ logger.sink.level = error
 
 
 def log4j_file() -> Path:
-    """Write slidewin's log4j2 configuration to the temp directory (idempotent)."""
-    path = Path(tempfile.gettempdir()) / "slidewin-log4j2.properties"
+    """Write slidewin's log4j2 configuration to the temp directory (idempotent). The name
+    carries a digest of the content: two slidewin versions on one machine never read each
+    other's."""
+    digest = hashlib.sha256(LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"slidewin-log4j2-{digest}.properties"
     if not path.is_file() or path.read_text(encoding="utf-8") != LOG4J2:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(LOG4J2, encoding="utf-8")
@@ -189,7 +196,13 @@ def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
     dump = _CACHES.pop(id(spark), ("off", None))[1]
     if dump is not None:
         timeout_s = max(timeout_s, DUMP_TIMEOUT_S)  # the JVM writes its class cache as it exits
-    spark.stop()
+    try:
+        spark.stop()
+    except Exception:
+        if proc is None or proc.poll() is None:
+            raise
+        # the JVM is already dead (killed, out of memory): the error that found that out is
+        # the one to report, not this one; the rest below still tidies up
     try:
         gateway.shutdown()
     except Exception:  # noqa: S110 - the JVM may already be gone; nothing left to close

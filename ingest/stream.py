@@ -44,6 +44,10 @@ class _PulledBatchFailed(Exception):
 class BatchHandler:
     """The ``foreachBatch`` callable of one stream."""
 
+    # (batch id, exception) of the batch that failed: Spark reports it only as
+    # FOREACH_BATCH_USER_FUNCTION_ERROR, the Python cause lost; the runner reports this instead
+    failure: tuple[int, BaseException] | None = None
+
     def __init__(
         self, config: IngestConfig, dsn: str, stream: str, partitions: int, on_result: OnResult
     ) -> None:
@@ -62,14 +66,18 @@ class BatchHandler:
         self._bound.set()
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        if not self._bound.wait(BIND_TIMEOUT_S):
-            raise RuntimeError("the streaming query's id was never bound to its batch handler")
-        with self._lock:
-            try:
-                result = self._write_or_narrow(df, batch_id)
-            except isolate.NARROWABLE:  # rolled back: again file by file, record by record
-                result = self._write(df, batch_id, by_file=True, narrow=True)
-        self.on_result(self.stream, result)
+        try:
+            if not self._bound.wait(BIND_TIMEOUT_S):
+                raise RuntimeError("the streaming query's id was never bound to its handler")
+            with self._lock:
+                try:
+                    result = self._write_or_narrow(df, batch_id)
+                except isolate.NARROWABLE:  # rolled back: again file by file, row by row
+                    result = self._write(df, batch_id, by_file=True, narrow=True)
+            self.on_result(self.stream, result)
+        except BaseException as exc:
+            self.failure = (batch_id, exc)
+            raise
 
     def _write_or_narrow(self, df: DataFrame, batch_id: int) -> BatchResult:
         try:

@@ -182,16 +182,12 @@ def _run(dsn: str, spec: RetentionBenchSpec, progress: Progress) -> dict[str, An
         nibble_ms.extend(ms for p, ms in result.nibble_ms.items() if result.deleted.get(p))
         deleted[0] += result.total
 
-    ctx = mp.get_context("spawn")
-    stop_insert, sent, ready = ctx.Event(), ctx.Value("q", 0), ctx.Event()
-    inserter = ctx.Process(target=insert_at_rate, daemon=True, args=(
-        dsn, spec.rate, spec.seconds, spec.batch_ms, spec.partitions, stop_insert, sent, ready))
     stop_jobs = threading.Event()
     jobs = threading.Thread(target=run_scheduler, kwargs={
         "dsn": dsn, "stop": stop_jobs, "on_round": on_round}, daemon=True)
     progress(f"inserting {spec.rate} rows/s for {spec.seconds:g}s; retention "
              f"{spec.policy().describe()}")
-    inserter.start()
+    inserter, stop_insert, sent, ready = start_inserter(dsn, spec)
     try:
         _wait_ready(inserter, ready)
         jobs.start()
@@ -205,6 +201,17 @@ def _run(dsn: str, spec: RetentionBenchSpec, progress: Progress) -> dict[str, An
         raise SlidewinError(f"the inserter process failed (exit code {inserter.exitcode})")
     figures = _figures(spec, samples, nibble_ms, deleted[0], int(sent.value))
     return {**figures, **_job_totals(dsn)}
+
+
+def start_inserter(dsn: str, spec: RetentionBenchSpec) -> tuple[Any, Any, Any, Any]:
+    """Start ``insert_at_rate`` in a spawned process; returns it and its (stop, sent, ready).
+    Its arguments, the DSN among them, travel through a pipe, not its command line."""
+    ctx = mp.get_context("spawn")
+    stop, sent, ready = ctx.Event(), ctx.Value("q", 0), ctx.Event()
+    inserter = ctx.Process(target=insert_at_rate, daemon=True, args=(
+        dsn, spec.rate, spec.seconds, spec.batch_ms, spec.partitions, stop, sent, ready))
+    inserter.start()
+    return inserter, stop, sent, ready
 
 
 JOB_TOTALS_SQL = """

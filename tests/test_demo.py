@@ -21,11 +21,18 @@ import pytest
 from client.processes import slidewin_argv
 from tests.invariants import assert_rollups_exact
 
+PASSWORD = "Demo-pw-7731"  # noqa: S105 - a test value that must never be shown
 HISTORY_S = 6
 MAX_ROWS = 20_000
 RATE = 2000
 CHUNK = 100
 PARTITIONS = 8
+
+
+def _with_password(dsn: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo(**{**conninfo_to_dict(dsn), "password": PASSWORD})
 
 
 def _children_of(pid: int) -> dict[int, float]:
@@ -86,24 +93,42 @@ def _start_time(pid: int) -> float | None:
         return None
 
 
+def _command_lines(pids: list[int]) -> dict[int, str]:
+    """The command lines of ``pids`` as ``ps`` shows them to every user."""
+    import psutil
+
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = " ".join(psutil.Process(pid).cmdline())
+        except psutil.Error:
+            continue
+    return found
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
-    dsn = make_store(PARTITIONS)
+    # a password in the DSN (the test servers trust local connections, so any is accepted):
+    # it must reach every child without showing on any command line
+    dsn = _with_password(make_store(PARTITIONS))
     argv = slidewin_argv(
-        "--dsn", dsn, "--data-dir", str(tmp_path), "demo", "--duration", "20", "--warmup", "3",
+        "--data-dir", str(tmp_path), "demo", "--duration", "20", "--warmup", "3",
         "--displayinterval", "4", "--ratelimit", str(RATE), "--historyseconds", str(HISTORY_S),
         "--maxrows", str(MAX_ROWS), "--deletechunksize", str(CHUNK), "--seed", "1",
         "--view", "plain", "--json",
     )
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", "SLIDEWIN_DSN": dsn})
     seen: dict[int, float] = {}
+    command_lines: dict[int, str] = {}
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            seen.update(_children_of(proc.pid))
+            children = _children_of(proc.pid)
+            seen.update(children)
+            command_lines.update(_command_lines(list(children)))
             time.sleep(0.5)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -135,6 +160,12 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert_rollups_exact(conn)
+
+    # no child showed the password to `ps`: the ingest, the scheduler, the JVM, anything
+    started = " | ".join(command_lines.values())
+    assert " ingest " in started and " jobs run" in started and "java" in started, started
+    leaked = [line for line in command_lines.values() if PASSWORD in line]
+    assert not leaked, leaked
 
     # nothing left behind: every process seen under the demo is gone
     assert seen, "the demo started no child process?"
