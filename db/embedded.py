@@ -34,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -244,7 +245,7 @@ def _stop_if_running(pg: Path) -> bool:
         pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pg, user=_system_user())
     except subprocess.CalledProcessError:
         postmaster.kill()  # it would not stop cleanly; the WAL makes a kill safe
-        psutil.wait_procs([postmaster], timeout=_EXIT_WAIT_S)
+        _wait_gone([postmaster])
         _clear_dead_server(pg)
     return True
 
@@ -293,10 +294,19 @@ def _clear_dead_server(pg: Path) -> None:
     for proc in orphans:
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    psutil.wait_procs(orphans, timeout=_EXIT_WAIT_S)
+    _wait_gone(orphans)
     for stale in _socket_files(lines):
         stale.unlink(missing_ok=True)
     (pg / "postmaster.pid").unlink(missing_ok=True)
+
+
+def _wait_gone(procs: list[psutil.Process]) -> None:
+    """Poll until ``procs`` exited, at most _EXIT_WAIT_S. Not psutil.wait_procs: killed processes
+    that are not our children stay zombies when init does not reap them (containers), and
+    psutil waits on zombies until the timeout although they hold nothing any more."""
+    deadline = time.monotonic() + _EXIT_WAIT_S
+    while any(_started(p.pid) is not None for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _socket_files(pidfile_lines: list[str]) -> list[Path]:

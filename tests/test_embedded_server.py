@@ -189,11 +189,16 @@ def test_the_server_stays_up_for_a_live_holder_and_stops_when_it_ends(data, hold
 
 
 def test_a_sigkilled_postmaster_is_replaced_by_the_next_command(data, holders):
+    """A hung backend outlives its killed postmaster and keeps the shared memory attached, which
+    makes PostgreSQL refuse to start; the next command must end it and start afresh."""
     live = holders.start()
     first = postmaster_pid(data)
     assert first is not None
+    hung = psutil.Process(first).children()[0]
+    hung.suspend()  # SIGSTOP: it cannot notice the postmaster's death
     os.kill(first, signal.SIGKILL)
     assert gone_within(first)
+    assert alive(hung.pid)
 
     init = slidewin(data, "db", "init", "--partitions", "2")
     status = slidewin(data, "db", "status", "--json")
@@ -202,6 +207,7 @@ def test_a_sigkilled_postmaster_is_replaced_by_the_next_command(data, holders):
     assert status.returncode == 0, status.stderr
     second = postmaster_pid(data)
     assert second is not None and second != first and alive(second)
+    assert not alive(hung.pid)
     holders.end(live)  # the holder from before the crash is still a holder, and the last one
     assert gone_within(second)
 
