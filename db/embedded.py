@@ -124,6 +124,17 @@ def live_holders(data_dir: Path) -> list[Holder]:
     return [h for h in _read_holders(data_dir.resolve()) if h.alive()]
 
 
+def describe(data_dir: Path) -> dict[str, Any]:
+    """What ``slidewin db status`` shows of the embedded server: pid, holders, keep marker."""
+    data_dir = data_dir.resolve()
+    return {
+        "pgdata": str(pgdata(data_dir)),
+        "server_pid": server_pid(data_dir),
+        "holders": [h.pid for h in live_holders(data_dir)],
+        "kept": keep_marker(data_dir).exists(),
+    }
+
+
 def stop_embedded(data_dir: Path) -> bool:
     """Stop the embedded server in ``data_dir`` now; False when none was running there."""
     data_dir = data_dir.resolve()

@@ -16,6 +16,7 @@ bounded poll; nothing here waits for time to pass.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -180,9 +181,15 @@ def test_the_server_stays_up_for_a_live_holder_and_stops_when_it_ends(data, hold
     assert server is not None
     holders.sigkill(killed)
 
-    url = slidewin(data, "db", "url")
-    assert url.returncode == 0, url.stderr
+    init = slidewin(data, "db", "init", "--partitions", "2")
+    assert init.returncode == 0, init.stderr
     assert alive(server), "the server stopped while a live holder still uses it"
+    status = slidewin(data, "db", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    shown = json.loads(status.stdout.splitlines()[-1])["embedded"]
+    assert shown["server_pid"] == server
+    assert live.pid in shown["holders"] and killed.pid not in shown["holders"]
+    assert alive(server)
 
     holders.end(live)
     assert gone_within(server), "the live holder ended last but left the server up"
