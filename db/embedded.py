@@ -104,7 +104,7 @@ def embedded_dsn(data_dir: Path, database: str = "postgres", *, keep: bool = Fal
     data_dir.mkdir(parents=True, exist_ok=True)
     if keep:
         keep_marker(data_dir).touch()
-    if data_dir not in _servers:
+    if data_dir not in _servers or not is_running(data_dir):  # stopped or killed since: restart
         _servers[data_dir] = _attach(data_dir)
     return str(_servers[data_dir].get_uri(database))
 

@@ -219,6 +219,36 @@ def test_a_sigkilled_postmaster_is_replaced_by_the_next_command(data, holders):
     assert gone_within(second)
 
 
+# Resolve, kill the postmaster, resolve again in the same process: a long-running command (the
+# ingest, the scheduler) that reconnects must get a fresh server, not the dead one's cached DSN.
+RESOLVE_TWICE = """
+import os, signal, sys, time, psutil, psycopg
+from db.connect import resolve_dsn
+first_dsn = resolve_dsn(None, sys.argv[1])
+with psycopg.connect(first_dsn) as conn:
+    first = conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0]
+pid = int(open(os.path.join(sys.argv[1], "pgdata", "postmaster.pid")).readline())
+os.kill(pid, signal.SIGKILL)
+try:  # wait for it to exit (bounded by the test's timeout); a zombie holds nothing
+    while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.1)
+except psutil.NoSuchProcess:
+    pass
+with psycopg.connect(resolve_dsn(None, sys.argv[1])) as conn:
+    second = conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0]
+print("restarted" if second > first else "same server")
+"""
+
+
+def test_a_process_that_resolves_again_after_the_postmaster_died_gets_a_fresh_server(data, holders):
+    run = subprocess.run([sys.executable, "-c", RESOLVE_TWICE, str(data)], env=_env(data),
+                         capture_output=True, text=True, timeout=120, check=False)
+
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "restarted"
+    assert not embedded.is_running(data)
+
+
 def test_a_postmaster_pid_reused_by_another_process_is_not_taken_for_the_server(data, holders):
     """After a crash the pid in postmaster.pid may belong to an unrelated live process."""
     holders.sigkill(holders.start())
