@@ -63,9 +63,12 @@ def db_status(app: AppContext, as_json: bool) -> None:
     with app.connect() as conn:
         parts = partition_status(conn)
         head = store_summary(conn)
+    server = None if configured_dsn(app.dsn_option) else embedded.describe(app.data_dir)
     if as_json:
-        emit_json({**head, "partitions": [p.as_json() for p in parts]})
+        emit_json({**head, "embedded": server, "partitions": [p.as_json() for p in parts]})
         return
+    if server is not None:
+        click.echo(_embedded_line(server))
     click.echo(
         f"schema v{head['schema_version']}, {head['partition_count']} partitions, stream time "
         f"{head['stream_time'] or '-'}, {head['dead_letters']} dead letters, "
@@ -81,6 +84,15 @@ def db_status(app: AppContext, as_json: bool) -> None:
             f"{p.rollup_seconds:>8} {p.table_bytes // 1024:>9} {p.index_bytes // 1024:>9} "
             f"{p.dead_tuples:>8}"
         )
+
+
+def _embedded_line(server: dict) -> str:
+    holders = " ".join(str(pid) for pid in server["holders"])
+    kept = ", kept up by db start" if server["kept"] else ""
+    return (
+        f"embedded PostgreSQL pid {server['server_pid']} in {server['pgdata']}{kept}; "
+        f"processes attached: {holders}"
+    )
 
 
 def _ts(value: object) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -15,6 +16,8 @@ from db.config import configured_dsn, data_dir, redact
 from db.errors import DatabaseUnavailable, ProcedureError, SlidewinError
 
 EMBEDDED_DATABASE = "slidewin"
+# What CREATE DATABASE raises when another session created the same name first.
+_CREATE_RACE = (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation)
 
 
 def resolve_dsn(dsn: str | None = None, data: str | os.PathLike[str] | None = None) -> str:
@@ -28,13 +31,26 @@ def resolve_dsn(dsn: str | None = None, data: str | os.PathLike[str] | None = No
 def ensure_embedded(folder: Path, *, keep: bool = False) -> str:
     """Start or join the embedded server and make sure its ``slidewin`` database exists."""
     admin = embedded.embedded_dsn(folder, "postgres", keep=keep)
-    with psycopg.connect(admin, autocommit=True) as conn:
+    with _connect_embedded(admin, folder) as conn:
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)
         ).fetchone()
         if not exists:
-            conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
+            # Commands started together on a fresh data dir race to create it; one wins.
+            with contextlib.suppress(*_CREATE_RACE):
+                conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
     return embedded.embedded_dsn(folder, EMBEDDED_DATABASE)
+
+
+def _connect_embedded(admin: str, folder: Path) -> psycopg.Connection:
+    try:
+        return psycopg.connect(admin, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseUnavailable(
+            f"the embedded PostgreSQL in {embedded.pgdata(folder)} does not answer ({first}); "
+            "run slidewin db stop and try again, or pass --dsn to use another server"
+        ) from None
 
 
 def connect(dsn: str, *, autocommit: bool = False, timeout_s: int = 10) -> psycopg.Connection:
