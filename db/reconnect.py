@@ -138,6 +138,7 @@ class Reconnector:
         self.sleep = sleep or self.stop.wait
         self.check = check or (lambda: probe(dsn))
         self.outages = 0  # episodes in which the server really did not answer
+        self.gave_up: DatabaseUnavailable | None = None  # set when a wait timed out
         self._lock = threading.Lock()
         self._episode: _Episode | None = None
         self._ended_at: float | None = None
@@ -221,11 +222,12 @@ class Reconnector:
             self.progress(f"database connection lost ({error_line(error)}); reconnected")
 
     def _gave_up(self, error: BaseException, why: str) -> DatabaseUnavailable:
-        return DatabaseUnavailable(
+        self.gave_up = DatabaseUnavailable(
             f"lost the database at {redact(self.dsn)} ({error_line(error)}) and gave up: {why}; "
             "start PostgreSQL (or fix the network) and run the command again, or pass a longer "
             "--reconnect-timeout (e.g. 10m)"
         )
+        return self.gave_up
 
 
 def error_line(exc: BaseException) -> str:

@@ -22,6 +22,7 @@ import psycopg
 from db.connect import connect
 from db.errors import SchemaMissing
 from db.events import partition_count
+from db.reconnect import Reconnector
 from db.schema import current_version
 from ingest import java
 from ingest.config import IngestConfig, resolve_retention
@@ -113,8 +114,10 @@ def run(
 
     owned = spark is None
     session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
+    # one waiter for every stream: a restart prints its lost/back lines once; a stop ends a wait
+    reconnect = Reconnector(dsn, config.reconnect, progress, stop=stop)
     handlers = [
-        BatchHandler(config, dsn, name, prepared.partitions, on_result)
+        BatchHandler(config, dsn, name, prepared.partitions, on_result, reconnect=reconnect)
         for name in config.stream_names
     ]
     queries: list[StreamingQuery] = []
@@ -125,7 +128,7 @@ def run(
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
-            _wait(queries, stop)
+            _wait(queries, stop, reconnect)
     finally:
         _stop_all(queries, handlers)
         for name in config.stream_names:
@@ -137,11 +140,15 @@ def run(
     return totals
 
 
-def _wait(queries: list[StreamingQuery], stop: threading.Event) -> None:
+def _wait(
+    queries: list[StreamingQuery], stop: threading.Event, reconnect: Reconnector | None = None
+) -> None:
     while not stop.is_set() and any(q.isActive for q in queries):
         for q in queries:
             q.awaitTermination(0.5)
             failure = q.exception()
+            if failure is not None and reconnect is not None and reconnect.gave_up:
+                raise reconnect.gave_up  # our own message, not Spark's wrapping of it
             if failure is not None:
                 raise IngestError(f"stream {q.name} failed: {first_line(str(failure))}")
 

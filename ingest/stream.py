@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from db.connect import connect
+from db.reconnect import Reconnector, is_connection_lost
 from ingest import batch, parse
 from ingest.config import IngestConfig
 from ingest.errors import first_line
@@ -45,10 +46,12 @@ class BatchHandler:
     """The ``foreachBatch`` callable of one stream."""
 
     def __init__(
-        self, config: IngestConfig, dsn: str, stream: str, partitions: int, on_result: OnResult
+        self, config: IngestConfig, dsn: str, stream: str, partitions: int, on_result: OnResult,
+        *, reconnect: Reconnector | None = None,
     ) -> None:
         self.config, self.dsn, self.stream = config, dsn, stream
         self.partitions, self.on_result = partitions, on_result
+        self.reconnect = reconnect  # None: a lost database fails the batch (and the query)
         self._conn: psycopg.Connection | None = None
         self._lock = threading.Lock()
         self._checkpoint_id: str | None = None
@@ -74,6 +77,20 @@ class BatchHandler:
         self.on_result(self.stream, result)
 
     def _write(self, df: DataFrame, batch_id: int, *, by_file: bool) -> BatchResult:
+        """Write the batch; if the database went away, wait for it (``--reconnect-timeout``)
+        and write the same batch again on a new connection. The batch marker makes that
+        exactly once: a batch whose commit reached the server before the connection died is
+        skipped, one that did not commit rolled back and is written whole."""
+        while True:
+            try:
+                return self._write_once(df, batch_id, by_file=by_file)
+            except Exception as exc:
+                if self.reconnect is None or not is_connection_lost(exc):
+                    raise
+                self.close()
+                self.reconnect.wait(exc)
+
+    def _write_once(self, df: DataFrame, batch_id: int, *, by_file: bool) -> BatchResult:
         return write_batch(
             self._connection(),
             self.config.marker_id(self.stream, str(self._checkpoint_id)),
@@ -157,6 +174,7 @@ class BatchHandler:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+            self._conn = None
 
 
 def file_chunks(paths: list[str], target_bytes: int = CHUNK_BYTES) -> list[list[str]]:
