@@ -168,6 +168,8 @@ class Reconnector:
 
     def _lead(self, error: BaseException) -> None:
         timeout_s = self.policy.timeout.total_seconds()
+        if self.stop.is_set():  # stopping (or gave up already): no new wait, no new lines
+            raise self._stopped()
         if timeout_s <= 0:
             raise self._gave_up(error, "--reconnect-timeout is 0")
         started = self.clock()
@@ -188,9 +190,7 @@ class Reconnector:
             if left <= 0:
                 raise self._gave_up(error, f"not back within {fmt_duration(self.policy.timeout)}")
             if self.sleep(min(delay, left)):
-                raise DatabaseUnavailable(
-                    f"stopped while waiting for the database at {redact(self.dsn)}"
-                )
+                raise self._stopped()
             failure = self._answers()
             now = self.clock()
             if failure is None:
@@ -221,6 +221,9 @@ class Reconnector:
         if not recent:
             self.progress(f"database connection lost ({error_line(error)}); reconnected")
 
+    def _stopped(self) -> DatabaseUnavailable:
+        return DatabaseUnavailable(f"stopped while waiting for the database at {redact(self.dsn)}")
+
     def _gave_up(self, error: BaseException, why: str) -> DatabaseUnavailable:
         self.gave_up = DatabaseUnavailable(
             f"lost the database at {redact(self.dsn)} ({error_line(error)}) and gave up: {why}; "
@@ -231,7 +234,11 @@ class Reconnector:
 
 
 def error_line(exc: BaseException) -> str:
-    """The first non-blank line of an error (psycopg's run to several), or its type."""
+    """The first non-blank line of an error (psycopg's run to several), or its type; for an
+    error SQLAlchemy wrapped (the job store's), the driver's own."""
+    orig = getattr(exc, "orig", None)
+    if isinstance(orig, BaseException):
+        exc = orig
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0][:300] if lines else type(exc).__name__
 
