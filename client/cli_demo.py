@@ -62,7 +62,7 @@ def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
                 trigger: str) -> list[str]:
     args = ["--dsn", dsn, "--data-dir", str(data_dir), "ingest", "--landing", str(config.landing),
             "--checkpoint-dir", str(folder / "checkpoints"), "--processed", "delete",
-            "--trigger", trigger, "--query-id", QUERY_ID]
+            "--trigger", trigger, "--query-id", QUERY_ID, *reconnect_args(config)]
     if config.history_s:
         args += ["--history", f"{config.history_s:g}s"]
     if config.inline:
@@ -70,6 +70,11 @@ def ingest_argv(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
         if config.max_rows:  # store-wide, as VoltDB's maxrows
             args += ["--max-rows", str(config.max_rows)]
     return slidewin_argv(*args)
+
+
+def reconnect_args(config: ClientConfig) -> list[str]:
+    """The client's --reconnect-timeout, for the children: every part waits as long."""
+    return ["--reconnect-timeout", f"{config.reconnect_timeout:g}s"]
 
 
 def jobs_add_argv(dsn: str, config: ClientConfig) -> list[str]:
@@ -138,7 +143,7 @@ class Demo:
                               text=True, check=False, timeout=120)
         if done.returncode != 0:
             raise DemoError(f"could not schedule retention: {done.stderr.strip() or done.stdout}")
-        argv = slidewin_argv("--dsn", self.dsn, "jobs", "run")
+        argv = slidewin_argv("--dsn", self.dsn, "jobs", "run", *reconnect_args(self.config))
         self.children.append(start_child("jobs", argv, self.folder / "jobs.log"))
         self.app.progress("retention scheduler running")
 
