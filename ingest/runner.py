@@ -145,10 +145,15 @@ def _wait(
 ) -> None:
     while not stop.is_set() and any(q.isActive for q in queries):
         for q in queries:
-            q.awaitTermination(0.5)
+            try:
+                q.awaitTermination(0.5)  # raises Spark's wrapping of a failed batch's error
+            except Exception:
+                if stop.is_set():  # a stop ended a batch that was waiting for the database
+                    return
+                if reconnect is not None and reconnect.gave_up is not None:
+                    raise reconnect.gave_up from None  # our message, not Spark's wrapping
+                raise
             failure = q.exception()
-            if failure is not None and reconnect is not None and reconnect.gave_up:
-                raise reconnect.gave_up  # our own message, not Spark's wrapping of it
             if failure is not None:
                 raise IngestError(f"stream {q.name} failed: {first_line(str(failure))}")
 

@@ -152,3 +152,31 @@ def test_streaming_ingest_survives_a_postgres_restart(own_server, tmp_path):
     # every line of every file counted exactly once: none lost, no batch or file written twice
     assert (rows_in, accepted, rejected) == (line_count(files), len(truth), 0)
     assert duplicates == line_count(files) - len(truth)
+
+
+def test_streaming_ingest_gives_up_after_the_reconnect_timeout(own_server, tmp_path):
+    dsn = own_server.database()
+    with psycopg.connect(dsn) as conn:
+        init_schema(conn, 8)
+    land = tmp_path / "landing"
+    land.mkdir()
+    tag = uuid.uuid4().hex
+    command = [*ingest_command(dsn, tmp_path)[:-1], "3s"]  # --reconnect-timeout 3s
+    proc = subprocess.Popen(command, env=env_with(tag, None),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    producer = Producer(land)
+    try:
+        producer.write()
+        wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=180)
+        own_server.stop()
+        producer.write()  # a batch that meets the outage
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err[-3000:]
+    assert_no_process_left(tag)
+    assert "database lost (" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: lost the database at "), err[-3000:]
+    assert "--reconnect-timeout" in last and "not back within 3s" in last
