@@ -76,14 +76,15 @@ class BatchHandler:
                 result = self._write(df, batch_id, by_file=True)
         self.on_result(self.stream, result)
 
-    def _write(self, df: DataFrame, batch_id: int, *, by_file: bool) -> BatchResult:
-        """Write the batch; if the database went away, wait for it (``--reconnect-timeout``)
-        and write the same batch again on a new connection. The batch marker makes that
-        exactly once: a batch whose commit reached the server before the connection died is
-        skipped, one that did not commit rolled back and is written whole."""
+    def _write(self, df: DataFrame, batch_id: int, **how: bool) -> BatchResult:
+        """Write the batch (``how``: ``_write_once``'s options); if the database went away,
+        wait for it (``--reconnect-timeout``) and write the same batch again on a new
+        connection. The batch marker makes that exactly once: a batch whose commit reached the
+        server before the connection died is skipped, one that did not commit rolled back and
+        is written whole."""
         while True:
             try:
-                return self._write_once(df, batch_id, by_file=by_file)
+                return self._write_once(df, batch_id, **how)
             except Exception as exc:
                 if self.reconnect is None or not is_connection_lost(exc):
                     raise
