@@ -154,11 +154,16 @@ class ClientSession:
         self._spawn("max", lambda: self._loop(
             "max tracker", max_every, tracker.poll, partial(_reopened, tracker)))
         self._spawn("freshness", lambda: self._loop(
-            "freshness", FRESHNESS_POLL_S, fresh_step, self.freshness.poller))
+            "freshness", FRESHNESS_POLL_S, fresh_step, self._reopen_freshness))
         self._spawn("reporter", lambda: self._loop(
             "reporter", self.config.displayinterval, self._report, self._reopen_reporter))
         if self.config.runs_deleter:
             self._spawn("deleter", self._deleter(self._connect()))
+
+    def _reopen_freshness(self, conn: psycopg.Connection) -> Step:
+        step = self.freshness.poller(conn)  # LISTENs first, then looks once: inserts
+        self.freshness.poll(conn)  # committed while disconnected signalled nobody
+        return step
 
     def _reopen_reporter(self, conn: psycopg.Connection) -> Step:
         assert self.reporter is not None

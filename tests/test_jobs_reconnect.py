@@ -92,3 +92,51 @@ def test_scheduler_gives_up_after_the_reconnect_timeout(own_server, dsn):
     assert "error: lost the database" in err and "--reconnect-timeout" in err, err
     assert "Traceback" not in err
     assert took < 30
+
+
+# -- APScheduler's main loop: a pass over the store that fails must not end it ----------------
+
+TICKS: list[float] = []
+
+
+def tick() -> None:
+    """The stored job of the test below (a module-level function: jobs are pickled refs)."""
+    TICKS.append(time.monotonic())
+
+
+class FlakyStore(store.JobStore):
+    """The real job store, whose first update of a job's next run meets a dropped connection
+    (as when PostgreSQL restarts between reading the due jobs and updating them)."""
+
+    failures = 1
+
+    def update_job(self, job: object) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        super().update_job(job)
+
+
+def test_a_failed_pass_over_the_store_does_not_end_the_scheduler(make_store):
+    from datetime import UTC
+
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    dsn = make_store(2)
+    errors: list[Exception] = []
+    engine = store.make_engine(dsn)
+    jobstore = FlakyStore(engine=engine, tablename=store.TABLE, tableschema=store.SCHEMA)
+    scheduler = store.Scheduler(jobstores={"default": jobstore}, job_defaults=store.JOB_DEFAULTS,
+                                timezone=UTC, on_store_error=errors.append)
+    TICKS.clear()
+    scheduler.start()
+    try:
+        scheduler.add_job(tick, IntervalTrigger(seconds=0.2, timezone=UTC), id="tick")
+        deadline = time.monotonic() + 15
+        while len(TICKS) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        scheduler.shutdown(wait=True)
+        engine.dispose()
+    assert [type(e) for e in errors] == [psycopg.OperationalError]
+    assert len(TICKS) >= 4  # without the guard APScheduler's loop ended at the first error
