@@ -60,6 +60,9 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Directory the events are written to (default: <data dir>/landing)."),
     click.option("--format", "fmt", type=click.Choice(FORMATS), default="csv",
                  show_default=True, help="File format of the events."),
+    click.option("--reconnect-timeout", type=DURATION, default="3m", show_default=True,
+                 help="How long to wait for a database that went away (restart, dropped "
+                 "connection) before giving up; 0 fails at once."),
     click.option("--view", type=click.Choice(["auto", "live", "plain"]), default="auto",
                  show_default=True, help="Live view on a terminal (auto), or plain lines."),
     click.option("--json", "as_json", is_flag=True,
@@ -92,6 +95,7 @@ def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: An
         seed=secs["seed"],
         fmt=secs["fmt"],
         deleter=deleter,
+        reconnect_timeout=secs["reconnect_timeout"],
     )
 
 

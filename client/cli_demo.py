@@ -63,7 +63,7 @@ def ingest_launch(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
                   trigger: str) -> Launch:
     args = ["--data-dir", str(data_dir), "ingest", "--landing", str(config.landing),
             "--checkpoint-dir", str(folder / "checkpoints"), "--processed", "delete",
-            "--trigger", trigger, "--query-id", QUERY_ID]
+            "--trigger", trigger, "--query-id", QUERY_ID, *reconnect_args(config)]
     if config.history_s:
         args += ["--history", f"{config.history_s:g}s"]
     if config.inline:
@@ -71,6 +71,11 @@ def ingest_launch(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
         if config.max_rows:  # store-wide, as VoltDB's maxrows
             args += ["--max-rows", str(config.max_rows)]
     return slidewin_child(dsn, *args)
+
+
+def reconnect_args(config: ClientConfig) -> list[str]:
+    """The client's --reconnect-timeout, for the children: every part waits as long."""
+    return ["--reconnect-timeout", f"{config.reconnect_timeout:g}s"]
 
 
 def jobs_add_launch(dsn: str, config: ClientConfig) -> Launch:
@@ -141,7 +146,7 @@ class Demo:
         if done.returncode != 0:
             said = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
             raise DemoError(f"could not schedule retention: {said.removeprefix('error: ')}")
-        run = slidewin_child(self.dsn, "jobs", "run")
+        run = slidewin_child(self.dsn, "jobs", "run", *reconnect_args(self.config))
         self.children.append(start_child("jobs", run.argv, self.folder / "jobs.log",
                                          env=run.env))
         self.app.progress("retention scheduler running")

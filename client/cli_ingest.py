@@ -56,6 +56,10 @@ from ingest.progress import Totals
 @click.option("--spark-ui", is_flag=True, help="Start the Spark web UI (off by default).")
 @click.option("--query-id", default="ingest", show_default=True,
               help="Name of this ingest: batch markers, stream state and checkpoints use it.")
+@click.option("--reconnect-timeout", type=DURATION, default="3m", show_default=True,
+              help="How long to wait for a database that went away (restart, dropped "
+              "connection) before giving up; the batch is then written again, exactly once. "
+              "0 fails at once.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's totals as one JSON line.")
 @pass_app
 def ingest_command(
@@ -77,6 +81,7 @@ def ingest_command(
     master: str,
     spark_ui: bool,
     query_id: str,
+    reconnect_timeout: timedelta,
     as_json: bool,
 ) -> None:
     """Stream files from a landing directory into the store, exactly once.
@@ -85,7 +90,8 @@ def ingest_command(
     written under a temporary or dot name and renamed into place. Each micro-batch is one
     PostgreSQL transaction: raw rows, rollups (by trigger), dead letters and a batch marker.
     Bad, late, expired and future events go to slidewin.dead_letters with a reason.
-    Stop with Ctrl-C or SIGTERM: the query and Spark stop cleanly.
+    Stop with Ctrl-C or SIGTERM: the query and Spark stop cleanly. If PostgreSQL restarts or
+    the connection drops, the ingest waits for it (--reconnect-timeout) and carries on.
 
     \b
     Examples:
@@ -105,7 +111,7 @@ def ingest_command(
         processed=processed, format=fmt, once=once, trigger=trigger, grace=grace,
         history=history, max_rows=max_rows, max_future=max_future, inline=inline, chunk=chunk,
         max_files_per_trigger=max_files_per_trigger, master=master, spark_ui=spark_ui,
-        query_id=query_id,
+        query_id=query_id, reconnect_timeout=reconnect_timeout,
     )
     prepared = preflight(config, app.dsn)
     stop = threading.Event()

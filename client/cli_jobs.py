@@ -17,6 +17,7 @@ import click
 from client.cli import cli
 from client.context import AppContext, emit_json, pass_app
 from client.params import COUNT, DURATION, DurationType
+from db.reconnect import ReconnectPolicy
 from jobs import scheduler as sched
 from jobs import store
 from jobs.config import DEFAULT_NAME, MAX_WORKERS, SPLITS, RetentionPolicy
@@ -60,25 +61,31 @@ def jobs() -> None:
     default=None,
     help="Stop after this long (e.g. 30s); default: run until Ctrl-C or SIGTERM.",
 )
+@click.option("--reconnect-timeout", type=DURATION, default="3m", show_default=True,
+              help="How long to wait for a database that went away (restart, dropped "
+              "connection) before giving up; 0 fails at once.")
 @pass_app
-def jobs_run(app: AppContext, duration: timedelta | None) -> None:
+def jobs_run(app: AppContext, duration: timedelta | None, reconnect_timeout: timedelta) -> None:
     """Run the stored jobs: the long-running scheduler.
 
     Retention rounds and vacuums are reported on stderr (-q silences them). Ctrl-C or SIGTERM
-    stops it cleanly after the round in progress (exit 0).
+    stops it cleanly after the round in progress (exit 0). If PostgreSQL restarts, the
+    scheduler waits for it (one line when lost, one when back) and carries on.
 
     \b
     Examples:
       slidewin jobs run
       slidewin -q jobs run --for 5m
     """
+    policy = ReconnectPolicy(timeout=reconnect_timeout)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOP_SIGNALS}
     try:
         dsn = app.dsn
         count = len(store.list_jobs(dsn))
         app.progress(f"scheduler running {count} job(s); Ctrl-C or SIGTERM to stop")
-        sched.run_scheduler(dsn, stop=stop, duration=duration, report=app.progress)
+        sched.run_scheduler(dsn, stop=stop, duration=duration, report=app.progress,
+                            reconnect=policy)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

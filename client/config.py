@@ -36,6 +36,7 @@ class ClientConfig:
     fmt: str = "csv"
     deleter: str = "client"
     maxinterval_ms: float = 10.0
+    reconnect_timeout: float = 180.0  # seconds to wait for a database that went away
 
     def __post_init__(self) -> None:
         _positive("--displayinterval", self.displayinterval, "5")
@@ -65,6 +66,7 @@ class ClientConfig:
                 f"--maxinterval {self.maxinterval_ms:g} must be from 1 to 60000 ms; "
                 "use e.g. --maxinterval 10 (VoltDB's)"
             )
+        _at_least_zero("--reconnect-timeout", self.reconnect_timeout, "3m (0 = fail at once)")
         if self.fmt not in FORMATS:
             raise ConfigError(f"--format {self.fmt!r} is not one of {', '.join(FORMATS)}")
         if self.deleter not in DELETERS:

@@ -73,6 +73,14 @@ class MaxTracker:
         self._queried_second: datetime | None = None
         self._stale = True
 
+    def reopen(self, conn: psycopg.Connection) -> None:
+        """Go on with a new connection (the old one died with its server); the maximum seen so
+        far is kept, so the first value read afterwards prints only if it changed."""
+        self.conn, self.cursor = conn, conn.cursor()
+        if self.signals is not None:
+            self.signals = RollupChanges(conn)
+        self._stale = True
+
     def _must_query(self, now: datetime) -> bool:
         """A change was signalled since the last successful query (a failed one is retried at
         the next poll), or the window has moved since then."""

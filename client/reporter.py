@@ -96,6 +96,12 @@ class StoreWatch:
                 self._seen[(qid, bid)] = committed
         self.totals.at_mono = time.monotonic()
 
+    def reopen(self, conn: psycopg.Connection) -> None:
+        """Go on with a new connection; the counts since the watch began are kept."""
+        with self.lock:
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            self.conn = conn
+
     def _snapshot(self) -> tuple[datetime, int]:
         row = self.conn.execute(SNAPSHOT_SQL).fetchone()
         assert row is not None
@@ -196,6 +202,11 @@ class Reporter:
         self.started = time.monotonic() if started_mono is None else started_mono
         self._last = watch.totals.copy()
         self._last_written = (self.started, generator.events)
+
+    def reopen(self, conn: psycopg.Connection, watch_conn: psycopg.Connection) -> None:
+        """Go on with new connections (the old ones died with their server)."""
+        self.conn = conn
+        self.watch.reopen(watch_conn)
 
     def averages(self, now: datetime) -> tuple[dict[int, float | None], dict[int, int]]:
         avgs, rows = {}, {}

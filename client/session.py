@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
+from typing import TypeVar
 
 import psycopg
 
@@ -32,9 +34,13 @@ from client.maxtracker import MaxTracker
 from client.reporter import Failures, Reporter, StoreWatch, Totals, format_report
 from client.summary import Summary, build_summary
 from db.connect import connect
+from db.errors import DatabaseUnavailable
+from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
 from jobs.config import DEFAULT_NAME, RetentionPolicy
 
 FRESHNESS_POLL_S = 0.01
+T = TypeVar("T")
+Step = Callable[[], object]
 
 UPSERT_SETTINGS_SQL = """
 INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk, yield_ms, updated_at)
@@ -93,6 +99,10 @@ class ClientSession:
         self._threads: list[threading.Thread] = []
         self._conns: list[psycopg.Connection] = []
         self.reporter: Reporter | None = None
+        # one wait for every thread: a restart prints its lost/back lines once
+        policy = ReconnectPolicy(timeout=timedelta(seconds=config.reconnect_timeout))
+        self.reconnector = Reconnector(dsn, policy, display.line, stop=self._threads_stop)
+        self._stop = threading.Event()  # run()'s stop: set when the database did not come back
 
     def _connect(self) -> psycopg.Connection:
         conn = connect(self.dsn, autocommit=True)
@@ -104,13 +114,34 @@ class ClientSession:
         thread.start()
         self._threads.append(thread)
 
-    def _loop(self, name: str, interval_s: float, step: Callable[[], object]) -> None:
-        """Call ``step`` every ``interval_s`` until the threads stop; count its failures."""
+    def _loop(
+        self, name: str, interval_s: float, step: Step,
+        reopen: Callable[[psycopg.Connection], Step],
+    ) -> None:
+        """Call ``step`` every ``interval_s`` until the threads stop; count its failures. When
+        the database went away, wait for it and go on with ``reopen(a new connection)``."""
         while not self._threads_stop.wait(interval_s):
             try:
                 step()
             except psycopg.Error as exc:
                 self.failures.add(name, exc)
+                if is_connection_lost(exc):
+                    step = self._after_lost(exc, reopen) or step
+
+    def _after_lost(
+        self, exc: BaseException, reopen: Callable[[psycopg.Connection], T]
+    ) -> T | None:
+        """Wait for the database (``--reconnect-timeout``), then ``reopen`` on a new connection.
+        None when that failed (the caller's next attempt tries again) or the wait gave up (the
+        session then stops and ``run`` raises why)."""
+        try:
+            self.reconnector.wait(exc)
+            return reopen(self._connect())
+        except (psycopg.Error, DatabaseUnavailable):
+            if self.reconnector.gave_up is not None:
+                self._threads_stop.set()
+                self._stop.set()
+            return None
 
     def start_threads(self) -> None:
         watch = StoreWatch(self._connect())
@@ -120,12 +151,24 @@ class ClientSession:
                              emit=self.display.line)
         fresh_step = self.freshness.poller(self._connect())
         max_every = self.config.maxinterval_ms / 1000
-        self._spawn("max", lambda: self._loop("max tracker", max_every, tracker.poll))
-        self._spawn("freshness", lambda: self._loop("freshness", FRESHNESS_POLL_S, fresh_step))
+        self._spawn("max", lambda: self._loop(
+            "max tracker", max_every, tracker.poll, partial(_reopened, tracker)))
+        self._spawn("freshness", lambda: self._loop(
+            "freshness", FRESHNESS_POLL_S, fresh_step, self._reopen_freshness))
         self._spawn("reporter", lambda: self._loop(
-            "reporter", self.config.displayinterval, self._report))
+            "reporter", self.config.displayinterval, self._report, self._reopen_reporter))
         if self.config.runs_deleter:
             self._spawn("deleter", self._deleter(self._connect()))
+
+    def _reopen_freshness(self, conn: psycopg.Connection) -> Step:
+        step = self.freshness.poller(conn)  # LISTENs first, then looks once: inserts
+        self.freshness.poll(conn)  # committed while disconnected signalled nobody
+        return step
+
+    def _reopen_reporter(self, conn: psycopg.Connection) -> Step:
+        assert self.reporter is not None
+        self.reporter.reopen(conn, self._connect())
+        return self._report
 
     def _report(self) -> None:
         assert self.reporter is not None
@@ -138,20 +181,27 @@ class ClientSession:
         pause = self.config.deleteyieldtime_ms / 1000
 
         def run() -> None:
+            current = conn
             while not self._threads_stop.is_set():
                 try:
-                    result = run_until_caught_up(conn, policy, self.clock,
+                    result = run_until_caught_up(current, policy, self.clock,
                                                  stop=self._threads_stop, wait=True)
                 except psycopg.Error as exc:
                     self.failures.add("deleter", exc)
                     result = None
+                    if is_connection_lost(exc):
+                        current = self._after_lost(exc, lambda new: new) or current
                 if result is None or result.caught_up:
                     self._threads_stop.wait(pause)
 
         return run
 
     def run(self, stop: threading.Event) -> Summary:
-        """Generate until the duration ends or ``stop`` is set; then drain and summarise."""
+        """Generate until the duration ends or ``stop`` is set; then drain and summarise.
+
+        A database that goes away is waited for by the threads (the generator only writes
+        files); if it does not come back within --reconnect-timeout, DatabaseUnavailable."""
+        self._stop = stop
         with connect(self.dsn, autocommit=True) as conn:
             record_retention(conn, self.config)
         started = time.monotonic()
@@ -167,6 +217,8 @@ class ClientSession:
             self._threads_stop.set()
             for thread in self._threads:
                 thread.join(timeout=10)
+        if self.reconnector.gave_up is not None:
+            raise self.reconnector.gave_up
         return self._finish(timing, ended, warm)
 
     def _drain(self, stop: threading.Event) -> None:
@@ -200,6 +252,11 @@ class ClientSession:
         finally:
             for conn in self._conns:
                 conn.close()
+
+
+def _reopened(tracker: MaxTracker, conn: psycopg.Connection) -> Step:
+    tracker.reopen(conn)
+    return tracker.poll
 
 
 class _WarmupMark:

@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 
 from db.errors import ConfigError
+from db.reconnect import DEFAULT_TIMEOUT, ReconnectPolicy
 
 FORMATS = ("auto", "json", "csv", "parquet")
 PROCESSED = ("archive", "delete", "keep")
@@ -48,6 +49,7 @@ class IngestConfig:
     master: str = "local[*]"
     spark_ui: bool = False
     query_id: str = "ingest"
+    reconnect_timeout: timedelta = DEFAULT_TIMEOUT
 
     def __post_init__(self) -> None:
         self._check_choices()
@@ -76,6 +78,11 @@ class IngestConfig:
             raise ConfigError(f"--max-future {_fmt(self.max_future)} is negative; use e.g. 1m")
         if self.trigger <= timedelta(0):
             raise ConfigError(f"--trigger {_fmt(self.trigger)} must be positive, e.g. 1s")
+        if self.reconnect_timeout < timedelta(0):
+            raise ConfigError(
+                f"--reconnect-timeout {_fmt(self.reconnect_timeout)} is negative; use e.g. 3m, "
+                "or 0 to fail at once"
+            )
         if self.history is not None and self.history <= timedelta(0):
             raise ConfigError(f"--history {_fmt(self.history)} must be positive, e.g. 10m")
         if self.history is not None and self.grace > self.history:
@@ -128,6 +135,11 @@ class IngestConfig:
 
     def checkpoint_for(self, stream: str) -> Path:
         return self.checkpoint_dir / stream
+
+    @property
+    def reconnect(self) -> ReconnectPolicy:
+        """How long a batch waits for a database that went away (``--reconnect-timeout``)."""
+        return ReconnectPolicy(timeout=self.reconnect_timeout)
 
     @property
     def retention_cutoff_known(self) -> bool:

@@ -22,6 +22,7 @@ import psycopg
 from db.connect import connect
 from db.errors import SchemaMissing, fix_for_sqlstate
 from db.events import partition_count
+from db.reconnect import Reconnector
 from db.schema import current_version
 from ingest import java
 from ingest.config import IngestConfig, resolve_retention
@@ -114,8 +115,10 @@ def run(
 
     owned = spark is None
     session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
+    # one waiter for every stream: a restart prints its lost/back lines once; a stop ends a wait
+    reconnect = Reconnector(dsn, config.reconnect, progress, stop=stop)
     handlers = [
-        BatchHandler(config, dsn, name, prepared.partitions, on_result)
+        BatchHandler(config, dsn, name, prepared.partitions, on_result, reconnect=reconnect)
         for name in config.stream_names
     ]
     queries: list[StreamingQuery] = []
@@ -131,7 +134,7 @@ def run(
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
-            _wait(queries, handlers, stop)
+            _wait(queries, handlers, stop, reconnect)
     finally:
         swept.set()
         _stop_all(queries, handlers)
@@ -156,7 +159,10 @@ def _sweep_until(sweep: LandingSweep, stop: threading.Event) -> None:
 
 
 def _wait(
-    queries: list[StreamingQuery], handlers: list[BatchHandler], stop: threading.Event
+    queries: list[StreamingQuery],
+    handlers: list[BatchHandler],
+    stop: threading.Event,
+    reconnect: Reconnector | None = None,
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
@@ -165,15 +171,23 @@ def _wait(
         for q, handler in pairs:
             with contextlib.suppress(StreamingQueryException):  # raised again just below
                 q.awaitTermination(0.5)
-            _check(q, handler)
+            _check(q, handler, stop, reconnect)
     for q, handler in pairs:  # a stream that failed as the last one ended
-        _check(q, handler)
+        _check(q, handler, stop, reconnect)
 
 
-def _check(query: StreamingQuery, handler: BatchHandler) -> None:
+def _check(
+    query: StreamingQuery,
+    handler: BatchHandler,
+    stop: threading.Event,
+    reconnect: Reconnector | None,
+) -> None:
     failure = query.exception()
-    if failure is not None:
-        raise _stream_failed(handler, failure)
+    if failure is None or stop.is_set():  # a stop may end a batch waiting for the database
+        return
+    if reconnect is not None and reconnect.gave_up is not None:
+        raise reconnect.gave_up from None  # our message, not Spark's wrapping
+    raise _stream_failed(handler, failure)
 
 
 def _stream_failed(handler: BatchHandler, failure: BaseException) -> IngestError:

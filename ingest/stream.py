@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from db.connect import connect
+from db.reconnect import Reconnector, is_connection_lost
 from ingest import batch, foreign, isolate, parse
 from ingest.config import IngestConfig
 from ingest.errors import first_line, spark_error_text
@@ -49,10 +50,12 @@ class BatchHandler:
     failure: tuple[int, BaseException] | None = None
 
     def __init__(
-        self, config: IngestConfig, dsn: str, stream: str, partitions: int, on_result: OnResult
+        self, config: IngestConfig, dsn: str, stream: str, partitions: int, on_result: OnResult,
+        *, reconnect: Reconnector | None = None,
     ) -> None:
         self.config, self.dsn, self.stream = config, dsn, stream
         self.partitions, self.on_result = partitions, on_result
+        self.reconnect = reconnect  # None: a lost database fails the batch (and the query)
         self._conn: psycopg.Connection | None = None
         self._lock = threading.Lock()
         self._checkpoint_id: str | None = None
@@ -98,7 +101,22 @@ class BatchHandler:
         paths = batch_files(self.config.checkpoint_for(self.stream), batch_id)
         return any(foreign.check(str(path)).kind != "ok" for path in paths)
 
-    def _write(
+    def _write(self, df: DataFrame, batch_id: int, **how: bool) -> BatchResult:
+        """Write the batch (``how``: ``_write_once``'s options); if the database went away,
+        wait for it (``--reconnect-timeout``) and write the same batch again on a new
+        connection. The batch marker makes that exactly once: a batch whose commit reached the
+        server before the connection died is skipped, one that did not commit rolled back and
+        is written whole."""
+        while True:
+            try:
+                return self._write_once(df, batch_id, **how)
+            except Exception as exc:
+                if self.reconnect is None or not is_connection_lost(exc):
+                    raise
+                self.close()
+                self.reconnect.wait(exc)
+
+    def _write_once(
         self, df: DataFrame, batch_id: int, *, by_file: bool, narrow: bool = False
     ) -> BatchResult:
         """Write the batch; ``narrow`` (after a content failure): one chunk per file, and rows
@@ -227,6 +245,7 @@ class BatchHandler:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+            self._conn = None
 
 
 def file_chunks(paths: list[str], target_bytes: int = CHUNK_BYTES) -> list[list[str]]:

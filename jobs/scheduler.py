@@ -26,7 +26,8 @@ import psycopg
 from apscheduler.executors.pool import ThreadPoolExecutor
 
 from db.connect import ThreadConnections
-from db.errors import SlidewinError
+from db.errors import DatabaseUnavailable, SlidewinError
+from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
 from jobs.config import RetentionPolicy
 from jobs.errors import JobError
 from jobs.retention import CatchUpResult, NibblePool, RoundResult, run_until_caught_up
@@ -51,7 +52,10 @@ class Runtime:
     lock: threading.Lock = field(default_factory=threading.Lock)
     pools: dict[tuple[str, int], NibblePool] = field(default_factory=dict)
     vacuums: list[BackgroundVacuum] = field(default_factory=list)
+    reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
     conns: ThreadConnections = field(init=False)  # each job thread's own connection
+    reconnector: Reconnector = field(init=False)  # one wait for every thread, lines once
+    fatal: DatabaseUnavailable | None = None  # the database did not come back in time
 
     def vacuum(self) -> BackgroundVacuum:
         """The one background vacuumer of this scheduler (started on first use)."""
@@ -72,6 +76,23 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.conns = ThreadConnections(self.dsn, no_jit)
+        self.reconnector = Reconnector(self.dsn, self.reconnect_policy, self.report, stop=self.stop)
+
+    def await_database(self, exc: BaseException) -> None:
+        """The database went away: wait for it (``--reconnect-timeout``); if it does not come
+        back, remember why and stop the scheduler (``run_scheduler`` then raises it)."""
+        self.drop_connection()
+        try:
+            self.reconnector.wait(exc)
+        except DatabaseUnavailable:
+            if self.fatal is None:
+                self.fatal = self.reconnector.gave_up  # None when the wait ended for a stop
+            self.stop.set()
+
+    def on_store_error(self, exc: Exception) -> None:
+        """The job store (APScheduler's own connection) failed: wait if the database left."""
+        if is_connection_lost(exc):
+            self.await_database(exc)
 
     def connection(self) -> psycopg.Connection:
         return self.conns.get()
@@ -128,8 +149,13 @@ def _guarded(rt: Runtime, name: str, kind: str, body: Callable[[psycopg.Connecti
         body(rt.connection())
     except (psycopg.Error, SlidewinError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        rt.report(f"job {name}: {kind} failed: {first}")
-        rt.drop_connection()
+        if is_connection_lost(exc):  # said by the lost/back lines, recorded once it is back
+            rt.await_database(exc)
+            if rt.stop.is_set():
+                return
+        else:
+            rt.report(f"job {name}: {kind} failed: {first}")
+            rt.drop_connection()
         _record_failure(rt, JobRun(name, kind, started, datetime.now(UTC), error=first))
 
 
@@ -244,13 +270,17 @@ def _default_policy(conn: psycopg.Connection) -> RetentionPolicy | None:
 # -- running ---------------------------------------------------------------------------------
 
 
-def make_scheduler(dsn: str, *, threads: int = 4) -> Scheduler:
-    """A scheduler over the PostgreSQL job store (not started)."""
+def make_scheduler(
+    dsn: str, *, threads: int = 4, on_store_error: Callable[[Exception], None] | None = None
+) -> Scheduler:
+    """A scheduler over the PostgreSQL job store (not started). Its engine pings pooled
+    connections before use, so after a database restart it reconnects instead of failing."""
     return Scheduler(
-        jobstores={"default": make_jobstore(make_engine(dsn))},
+        jobstores={"default": make_jobstore(make_engine(dsn), on_store_error)},
         executors={"default": ThreadPoolExecutor(threads)},
         job_defaults=JOB_DEFAULTS,
         timezone=UTC,
+        on_store_error=on_store_error,
     )
 
 
@@ -261,18 +291,22 @@ def run_scheduler(
     duration: timedelta | None = None,
     report: Callable[[str], None] = lambda _msg: None,
     on_round: Callable[[RoundResult], None] | None = None,
+    reconnect: ReconnectPolicy | None = None,
 ) -> None:
     """Run the stored jobs until ``stop`` is set (or ``duration`` passed); then shut down cleanly.
 
     Callers install signal handlers that set ``stop``. Shutdown waits for running jobs, which
-    check the same flag between rounds.
+    check the same flag between rounds. A database that goes away is waited for (``reconnect``,
+    default 3 minutes); if it does not come back, the scheduler stops and DatabaseUnavailable
+    is raised.
     """
     global _RUNTIME
     check_schema(dsn)
     _quiet_apscheduler()
-    runtime = Runtime(dsn, stop or threading.Event(), report, on_round)
+    runtime = Runtime(dsn, stop or threading.Event(), report, on_round,
+                      reconnect_policy=reconnect or ReconnectPolicy())
     _RUNTIME = runtime
-    scheduler = make_scheduler(dsn)
+    scheduler = make_scheduler(dsn, on_store_error=runtime.on_store_error)
     scheduler.start()
     deadline = time.monotonic() + duration.total_seconds() if duration is not None else None
     try:
@@ -286,6 +320,8 @@ def run_scheduler(
         scheduler.shutdown(wait=True)
         runtime.close()
         _RUNTIME = None
+    if runtime.fatal is not None:
+        raise runtime.fatal
 
 
 def _next_wait(deadline: float | None) -> float:

@@ -11,7 +11,7 @@ store without running anything); a running ``slidewin jobs run`` picks them up w
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -72,8 +72,31 @@ def make_engine(dsn: str) -> sqlalchemy.Engine:
     )
 
 
-def make_jobstore(engine: sqlalchemy.Engine) -> SQLAlchemyJobStore:
-    return SQLAlchemyJobStore(engine=engine, tablename=TABLE, tableschema=SCHEMA)
+StoreError = Callable[[Exception], None]
+STORE_RETRY_S = 1.0  # after a failed pass over the store, look again this soon
+
+
+class JobStore(SQLAlchemyJobStore):
+    """APScheduler's SQLAlchemy store, telling ``on_error`` when reading the due jobs fails.
+
+    APScheduler catches that error, logs it and retries later; the hook lets ``jobs run`` see
+    a database that went away (and wait for it) even when no job is running to notice."""
+
+    def __init__(self, *args: Any, on_error: StoreError | None = None, **kwargs: Any) -> None:
+        self.on_error = on_error
+        super().__init__(*args, **kwargs)
+
+    def get_due_jobs(self, now: datetime) -> list[Any]:
+        try:
+            return super().get_due_jobs(now)
+        except Exception as exc:
+            if self.on_error is not None:
+                self.on_error(exc)
+            raise
+
+
+def make_jobstore(engine: sqlalchemy.Engine, on_error: StoreError | None = None) -> JobStore:
+    return JobStore(engine=engine, tablename=TABLE, tableschema=SCHEMA, on_error=on_error)
 
 
 def check_schema(dsn: str) -> None:
@@ -92,16 +115,29 @@ class Scheduler(BackgroundScheduler):
     stopped (submitting to executors already shut down: an error and a traceback). Here a
     scheduler that is not running never processes; ``editing=True`` makes one that never does
     (started paused, it only edits the store).
+
+    A pass over the store that fails after reading the due jobs (updating a job's next run
+    when the database went away) would end APScheduler's main loop for good; here it goes to
+    ``on_store_error`` and the next pass comes within ``STORE_RETRY_S``.
     """
 
-    def __init__(self, *args: Any, editing: bool = False, **kwargs: Any) -> None:
-        self.editing = editing
+    def __init__(
+        self, *args: Any, editing: bool = False, on_store_error: StoreError | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.editing, self.on_store_error = editing, on_store_error
         super().__init__(*args, **kwargs)
 
     def _process_jobs(self) -> float | None:
         if self.editing or self.state != STATE_RUNNING:
             return None
-        return super()._process_jobs()
+        try:
+            return super()._process_jobs()
+        except Exception as exc:
+            if self.on_store_error is None:
+                raise
+            self.on_store_error(exc)
+            return STORE_RETRY_S
 
 
 @contextmanager

@@ -44,12 +44,18 @@ def make(tmp_path: Path, **kw) -> IngestConfig:
         ({"query_id": "bad id!"}, "--query-id"),
         ({"chunk": 0}, "--chunk 0"),
         ({"max_rows": -3}, "--max-rows -3"),
+        ({"reconnect_timeout": timedelta(seconds=-1)}, "--reconnect-timeout -1s is negative"),
     ],
 )
 def test_config_refuses_bad_values_naming_the_option(tmp_path, kw, needle):
     with pytest.raises(ConfigError, match=None) as info:
         make(tmp_path, **kw)
     assert needle in str(info.value)
+
+
+def test_reconnect_timeout_defaults_to_3m_and_carries_into_the_policy(tmp_path):
+    assert make(tmp_path).reconnect.timeout == timedelta(minutes=3)
+    assert make(tmp_path, reconnect_timeout=timedelta(0)).reconnect.timeout == timedelta(0)
 
 
 def test_missing_landing_dir_says_how_to_create_it(tmp_path):

@@ -1,0 +1,182 @@
+"""The ingest outlives its database: a streaming ``slidewin ingest`` (not ``--once``) keeps
+running while its PostgreSQL -- the test's own, never the shared one -- is stopped for a few
+seconds and started again, with files arriving before, during and after. The store must end up
+holding exactly the ground truth computed from the files (raw rows and rollups), every line
+counted once in the batch markers, and the output must say the database was lost and back."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from db.schema import init_schema
+from tests.ingest_fixtures import (
+    event,
+    stored_rollups,
+    stored_rows,
+    truth_from_jsonl,
+    truth_rollups,
+    write_jsonl,
+)
+from tests.invariants import assert_rollups_exact
+from tests.restartable_pg import RestartablePostgres, answers, restartable_postgres
+from tests.test_ingest_crash import SLIDEWIN, assert_no_process_left, env_with
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+EVENTS_PER_FILE = 40
+
+
+@pytest.fixture
+def own_server() -> Iterator[RestartablePostgres]:
+    with restartable_postgres() as pg:
+        yield pg
+
+
+def ingest_command(dsn: str, tmp: Path) -> list[str]:
+    return [
+        SLIDEWIN, "--dsn", dsn, "--data-dir", str(tmp / "data"), "ingest",
+        "--landing", str(tmp / "landing"), "--format", "json", "--processed", "keep",
+        "--master", "local[1]", "--trigger", "200ms",
+        "--grace", "1h", "--reconnect-timeout", "2m",
+    ]
+
+
+class Producer:
+    """Drops one JSON Lines file every ``every_s`` (event times rising, keys repeating across
+    files so duplicates are exercised) until stopped."""
+
+    def __init__(self, land: Path, every_s: float = 0.5) -> None:
+        self.land, self.every_s = land, every_s
+        self.files: list[Path] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def write(self) -> None:
+        k = len(self.files)
+        events = [event(f"u{(k * 7 + i) % 60}", k * 100 + i, k + i / EVENTS_PER_FILE)
+                  for i in range(EVENTS_PER_FILE)]
+        if k % 5 == 4:  # now and then a file repeats an event of the one before
+            events.append(event(f"u{((k - 1) * 7) % 60}", (k - 1) * 100, k - 1))
+        self.files.append(write_jsonl(self.land, f"f{k:04d}.jsonl", events))
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every_s):
+            self.write()
+
+    def __enter__(self) -> Producer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
+def committed_lines(dsn: str) -> int | None:
+    """Lines the ingest has committed (accepted + duplicates + rejected); None while down."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=2) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(rows_in), 0) FROM slidewin.ingest_batches"
+            ).fetchone()
+    except psycopg.OperationalError:
+        return None
+    return int(row[0])
+
+
+def wait_for_lines(dsn: str, lines: int, proc: subprocess.Popen, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (committed_lines(dsn) or 0) >= lines:
+            return
+        time.sleep(0.3)
+    raise AssertionError(
+        f"ingest committed {committed_lines(dsn)} of {lines} lines (exit {proc.poll()})"
+    )
+
+
+def line_count(files: list[Path]) -> int:
+    return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
+
+
+def test_streaming_ingest_survives_a_postgres_restart(own_server, tmp_path):
+    dsn = own_server.database()
+    with psycopg.connect(dsn) as conn:
+        init_schema(conn, 8)
+    land = tmp_path / "landing"
+    land.mkdir()
+    tag = uuid.uuid4().hex
+    proc = subprocess.Popen(
+        ingest_command(dsn, tmp_path), env=env_with(tag, None),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    producer = Producer(land)
+    try:
+        for _ in range(3):
+            producer.write()
+        wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=180)
+        with producer:
+            own_server.stop()  # files keep arriving while the database is down
+            time.sleep(4)
+            assert not answers(dsn)
+            own_server.start()
+            time.sleep(2)  # and after it is back
+        wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=120)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
+    assert_no_process_left(tag)
+    assert "database lost (" in err, err[-3000:]
+    assert "database back after " in err, err[-3000:]
+    assert err.index("database lost (") < err.index("database back after ")
+
+    files = producer.files
+    truth = truth_from_jsonl(files)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert stored_rows(conn) == truth
+        assert stored_rollups(conn) == truth_rollups(truth, 8)
+        assert_rollups_exact(conn)
+        rows_in, accepted, duplicates, rejected = conn.execute(
+            "SELECT sum(rows_in), sum(accepted), sum(duplicates), sum(rejected) "
+            "FROM slidewin.ingest_batches"
+        ).fetchone()
+    # every line of every file counted exactly once: none lost, no batch or file written twice
+    assert (rows_in, accepted, rejected) == (line_count(files), len(truth), 0)
+    assert duplicates == line_count(files) - len(truth)
+
+
+def test_streaming_ingest_gives_up_after_the_reconnect_timeout(own_server, tmp_path):
+    dsn = own_server.database()
+    with psycopg.connect(dsn) as conn:
+        init_schema(conn, 8)
+    land = tmp_path / "landing"
+    land.mkdir()
+    tag = uuid.uuid4().hex
+    command = [*ingest_command(dsn, tmp_path)[:-1], "3s"]  # --reconnect-timeout 3s
+    proc = subprocess.Popen(command, env=env_with(tag, None),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    producer = Producer(land)
+    try:
+        producer.write()
+        wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=180)
+        own_server.stop()
+        producer.write()  # a batch that meets the outage
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err[-3000:]
+    assert_no_process_left(tag)
+    assert "database lost (" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: lost the database at "), err[-3000:]
+    assert "--reconnect-timeout" in last and "not back within 3s" in last
