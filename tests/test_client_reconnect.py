@@ -147,10 +147,10 @@ def test_client_session_gives_up_after_the_reconnect_timeout(own_server, dsn, tm
 
 
 def test_demo_passes_the_timeout_to_the_ingest_and_the_scheduler(tmp_path):
-    from client.cli_demo import ingest_argv, reconnect_args
+    from client.cli_demo import ingest_launch, reconnect_args
 
     config = ClientConfig(landing=tmp_path, reconnect_timeout=90)
-    argv = ingest_argv("dbname=x", tmp_path, config, tmp_path, "1s")
+    argv = ingest_launch("dbname=x", tmp_path, config, tmp_path, "1s").argv
     assert argv[argv.index("--reconnect-timeout") + 1] == "90s"
     assert reconnect_args(config) == ["--reconnect-timeout", "90s"]
 
