@@ -30,9 +30,18 @@ GOOD_SCHEMA = pa.schema(
 def split(table: pa.Table) -> BatchRows:
     """``batch_output`` rows -> BatchRows(good deduplicated, bad for the dead-letter table)."""
     valid = pc.is_null(table["reason"])
-    bad = table.filter(pc.invert(valid)).select(list(DEAD_LETTER_COLUMNS))
+    bad = storable_details(table.filter(pc.invert(valid)).select(list(DEAD_LETTER_COLUMNS)))
     good = table.filter(valid).select(["part", "uuid", "val", "ts"])
     return BatchRows(good=dedup(good), bad=bad)
+
+
+def storable_details(bad: pa.Table) -> pa.Table:
+    """Details quote the bad value, which may hold NUL; PostgreSQL text cannot (``\\0``
+    instead, as in ``raw``)."""
+    if bad.num_rows == 0:
+        return bad
+    index = bad.schema.get_field_index("detail")
+    return bad.set_column(index, "detail", pc.replace_substring(bad["detail"], "\x00", "\\0"))
 
 
 def dedup(good: pa.Table) -> pa.Table:

@@ -56,6 +56,8 @@ MAX_UUID_CHARS = 200
 MIN_TS = datetime(1, 1, 1, tzinfo=UTC)
 MAX_TS = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 NUL = "\u0000"
+REPLACEMENT = "\ufffd"  # what the JSON and CSV parsers make of bytes that are not UTF-8
+_TS = "_slidewin_ts"  # the staged parsed ts column
 BAD_ENCODING_LINE = "line is not valid UTF-8 (its exact bytes are in raw_bytes)"
 BAD_ENCODING_UUID = "uuid is not valid UTF-8 (its exact bytes are in raw_bytes)"
 CSV_SPANS_LINES = (
@@ -169,6 +171,9 @@ def _text_steps() -> list[Step]:
         lambda df: df.where(keep),
         _select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f")),
         _select("source", "raw", "is_csv", "f.*"),
+        # ts parsed once, in a projection of its own: the rules and the output both read it, so
+        # Spark keeps it apart instead of parsing it again for each (parsing is the dear part)
+        _select("*", _parse_ts(F.trim(F.col("ts"))).alias(_TS)),
         *_validate_text(),
     ]
 
@@ -179,24 +184,36 @@ def _validate_text() -> list[Step]:
     corrupt = F.col("_corrupt_record").isNotNull()
     raw, is_csv = F.col("raw"), F.col("is_csv")
     # an odd number of quotes: one line of a CSV record whose quoted field holds a line break;
-    # read line by line, its pieces would be half rows under a wrong key
+    # read line by line, its pieces would be half rows under a wrong key (counted only in
+    # lines that hold a quote at all)
     quotes = F.length(raw) - F.length(F.replace(raw, F.lit('"'), F.lit("")))
     rules: list[Rule] = [
-        (~F.is_valid_utf8(raw), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
+        (_mangled(corrupt, uuid, val_s, ts_s), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
         (raw.contains(NUL), "malformed", F.lit("line holds a NUL byte")),
         (corrupt & ~is_csv, "malformed", F.lit("not a JSON object")),
-        (is_csv & (quotes % 2 == 1), "malformed", F.lit(CSV_SPANS_LINES)),
+        (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_SPANS_LINES)),
         (corrupt & missing.isNull(), "malformed", F.lit("expected 3 CSV fields: uuid,val,ts")),
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
-        *_value_rules(uuid, val_s, ts_s),
+        *_value_rules(uuid, val_s, ts_s, F.col(_TS)),
     ]
     return _reason_steps(rules, [
         F.col("source"),
         raw.alias("raw"),
         uuid.alias("uuid"),
         val_s.try_cast("bigint").alias("val"),
-        _parse_ts(ts_s).alias("ts"),
+        F.col(_TS).alias("ts"),
     ])
+
+
+def _mangled(corrupt: Column, *fields: Column) -> Column:
+    """A line that is not valid UTF-8, found cheaply: the JSON and CSV parsers decode invalid
+    bytes as U+FFFD, so only a line that did not parse or whose fields hold U+FFFD is checked
+    byte by byte (checking every line cost more than the parse). Invalid bytes outside uuid,
+    val and ts (an extra JSON field) change nothing stored and are let through."""
+    suspect = corrupt
+    for field in fields:
+        suspect = suspect | field.contains(REPLACEMENT)
+    return suspect & ~F.is_valid_utf8(F.col("raw"))
 
 
 def _first_missing(uuid: Column, val_s: Column, ts_s: Column) -> Column:
@@ -207,13 +224,14 @@ def _first_missing(uuid: Column, val_s: Column, ts_s: Column) -> Column:
     )
 
 
-def _value_rules(uuid: Column, val_s: Column, ts_s: Column) -> list[Rule]:
-    """Why a present uuid/val/ts is unusable, in the order the reasons are checked."""
+def _value_rules(uuid: Column, val_s: Column, ts_s: Column, ts: Column) -> list[Rule]:
+    """Why a present uuid/val/ts is unusable, in the order the reasons are checked (``ts``:
+    ``ts_s`` parsed)."""
     return [
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
         (~val_s.rlike(r"^[+-]?\d+$"), "bad_type", _got("val must be an integer", val_s)),
         (val_s.try_cast("bigint").isNull(), "out_of_range", _got("val outside 64-bit", val_s)),
-        (_parse_ts(ts_s).isNull(), "bad_ts", _got(BAD_TS, ts_s)),
+        (ts.isNull(), "bad_ts", _got(BAD_TS, ts_s)),
     ]
 
 
@@ -352,7 +370,8 @@ def good_rows(df: DataFrame, partitions: int) -> DataFrame:
 def bad_rows(df: DataFrame) -> DataFrame:
     """Rejected rows for the dead-letter table: ``source, reason, detail, raw``."""
     return df.where(F.col("reason").isNotNull()).select(
-        "source", "reason", "detail", _raw("raw" in df.columns).alias("raw")
+        "source", "reason", _clean(F.col("detail")).alias("detail"),
+        _raw("raw" in df.columns).alias("raw"),
     )
 
 
@@ -379,9 +398,10 @@ def _clean(raw: Column) -> Column:
 
 
 def _got(text: str, value: Column) -> Column:
-    """A detail naming the bad value, as PostgreSQL text can hold it."""
-    shown = _clean(F.coalesce(value.cast("string"), F.lit("null")))
-    return F.concat(F.lit(text + ", got "), shown)
+    """A detail naming the bad value. A value may hold NUL (escaped in JSON): ``batch.split``
+    makes the details of rejected rows storable, on the driver -- cleaned here, or anywhere in
+    the plan, Spark spent as much on it as on the whole parse, for every row."""
+    return F.concat(F.lit(text + ", got "), F.coalesce(value.cast("string"), F.lit("null")))
 
 
 def _reason_steps(
