@@ -13,6 +13,7 @@ import pytest
 from db.schema import init_schema
 from tests.invariants import assert_rollups_exact
 from tests.pgfixture import create_database, drop_database, server_dsn
+from tests.restartable_pg import RestartablePostgres, restartable_postgres
 
 # A pinned clock: tests pass it wherever "now" is needed and never sleep for expiry.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -75,3 +76,10 @@ def conn(store_dsn: str) -> Iterator[psycopg.Connection]:
     """An autocommit connection to an empty store; the rollup invariant is checked afterwards."""
     with clean_connection(store_dsn) as c:
         yield c
+
+
+@pytest.fixture
+def own_server() -> Iterator[RestartablePostgres]:
+    """A PostgreSQL of the test's own, which it may stop and restart (the shared one never)."""
+    with restartable_postgres() as pg:
+        yield pg

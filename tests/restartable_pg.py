@@ -57,6 +57,15 @@ class RestartablePostgres:
         """A new empty database on this server; its DSN."""
         return create_database(self.admin_dsn, "slidewin_reconnect")
 
+    def store(self, partitions: int) -> str:
+        """A new database on this server with the slidewin schema; its DSN."""
+        from db.schema import init_schema
+
+        dsn = self.database()
+        with psycopg.connect(dsn) as conn:
+            init_schema(conn, partitions)
+        return dsn
+
     def close(self) -> None:
         if not self.running:
             self.start()  # pgserver's cleanup stops and deletes a server it finds running

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import threading
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -20,9 +19,8 @@ from client.config import ClientConfig
 from client.session import ClientSession
 from db.errors import DatabaseUnavailable
 from db.events import Event, insert_events
-from db.schema import init_schema
 from tests.invariants import assert_rollups_exact
-from tests.restartable_pg import RestartablePostgres, restartable_postgres
+from tests.restartable_pg import RestartablePostgres
 
 
 class Capture:
@@ -69,18 +67,10 @@ def load_files(dsn: str, landing: Path, stop: threading.Event) -> None:
             stop.wait(0.2)
 
 
-@pytest.fixture
-def own_server() -> Iterator[RestartablePostgres]:
-    with restartable_postgres() as pg:
-        yield pg
-
 
 @pytest.fixture
 def dsn(own_server: RestartablePostgres) -> str:
-    dsn = own_server.database()
-    with psycopg.connect(dsn) as conn:
-        init_schema(conn, 4)
-    return dsn
+    return own_server.store(4)
 
 
 def config_for(tmp_path: Path, **kw: float) -> ClientConfig:

@@ -11,13 +11,11 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from db.schema import init_schema
 from tests.ingest_fixtures import (
     event,
     stored_rollups,
@@ -27,17 +25,12 @@ from tests.ingest_fixtures import (
     write_jsonl,
 )
 from tests.invariants import assert_rollups_exact
-from tests.restartable_pg import RestartablePostgres, answers, restartable_postgres
+from tests.restartable_pg import answers
 from tests.test_ingest_crash import SLIDEWIN, assert_no_process_left, env_with
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 EVENTS_PER_FILE = 40
 
-
-@pytest.fixture
-def own_server() -> Iterator[RestartablePostgres]:
-    with restartable_postgres() as pg:
-        yield pg
 
 
 def ingest_command(dsn: str, tmp: Path) -> list[str]:
@@ -108,9 +101,7 @@ def line_count(files: list[Path]) -> int:
 
 
 def test_streaming_ingest_survives_a_postgres_restart(own_server, tmp_path):
-    dsn = own_server.database()
-    with psycopg.connect(dsn) as conn:
-        init_schema(conn, 8)
+    dsn = own_server.store(8)
     land = tmp_path / "landing"
     land.mkdir()
     tag = uuid.uuid4().hex
@@ -155,9 +146,7 @@ def test_streaming_ingest_survives_a_postgres_restart(own_server, tmp_path):
 
 
 def test_streaming_ingest_gives_up_after_the_reconnect_timeout(own_server, tmp_path):
-    dsn = own_server.database()
-    with psycopg.connect(dsn) as conn:
-        init_schema(conn, 8)
+    dsn = own_server.store(8)
     land = tmp_path / "landing"
     land.mkdir()
     tag = uuid.uuid4().hex

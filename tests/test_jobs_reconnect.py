@@ -9,31 +9,21 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
 import psycopg
 import pytest
 
-from db.schema import init_schema
 from jobs import store
 from jobs.config import RetentionPolicy
 from tests.invariants import assert_rollups_exact
-from tests.restartable_pg import RestartablePostgres, restartable_postgres
+from tests.restartable_pg import RestartablePostgres
 from tests.test_jobs_scheduler import HOUR, PARTS, count, put, slidewin, stamped
 
 
 @pytest.fixture
-def own_server() -> Iterator[RestartablePostgres]:
-    with restartable_postgres() as pg:
-        yield pg
-
-
-@pytest.fixture
 def dsn(own_server: RestartablePostgres) -> str:
-    dsn = own_server.database()
-    with psycopg.connect(dsn) as conn:
-        init_schema(conn, PARTS)
+    dsn = own_server.store(PARTS)
     store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30), chunk=50))
     return dsn
 
