@@ -9,8 +9,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from client.bench.queries import QueryBenchSpec, copy_chunks, percentile, run_query_bench
 from client.cli import cli
-from db.bench_queries import QueryBenchSpec, copy_chunks, percentile, run_query_bench
 from db.errors import ConfigError
 from tests.conftest import T0
 

@@ -30,8 +30,8 @@ import pytest
 from click.testing import CliRunner
 
 from client.cli import SlidewinGroup, cli
-from client.context import AppContext, pass_app
-from client.failures import describe, scrub
+from client.cli.context import AppContext, pass_app
+from client.cli.failures import describe, scrub
 from client.processes import slidewin_argv
 from tests.pgfixture import create_database, drop_database
 

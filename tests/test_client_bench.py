@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from client.bench import IngestRun, summarize
+from client.bench.client import IngestRun, summarize
 from client.cli import cli
 
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.generator import (
+from client.sim.generator import (
     FORMATS,
     EventGenerator,
     GeneratorConfig,

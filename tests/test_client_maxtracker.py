@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from client.maxtracker import MaxTracker, window_max
+from client.sim.maxtracker import MaxTracker, window_max
 from db import windows
 from db.events import Event, insert_events
 from db.retention import nibble

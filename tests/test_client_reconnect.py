@@ -15,8 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.config import ClientConfig
-from client.session import ClientSession
+from client.sim.config import ClientConfig
+from client.sim.session import ClientSession
 from db.errors import DatabaseUnavailable
 from db.events import Event, insert_events
 from tests.invariants import assert_rollups_exact
@@ -137,7 +137,7 @@ def test_client_session_gives_up_after_the_reconnect_timeout(own_server, dsn, tm
 
 
 def test_demo_passes_the_timeout_to_the_ingest_and_the_scheduler(tmp_path):
-    from client.cli_demo import ingest_launch, reconnect_args
+    from client.cli.demo import ingest_launch, reconnect_args
 
     config = ClientConfig(landing=tmp_path, reconnect_timeout=90)
     argv = ingest_launch("dbname=x", tmp_path, config, tmp_path, "1s").argv

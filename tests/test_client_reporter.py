@@ -18,10 +18,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.freshness import FreshnessTracker, Sample, latency_stats, weighted_percentile
-from client.generator import Batch, GeneratorStats, epoch_us
-from client.reporter import Failures, Reporter, StoreWatch, Totals, format_report
-from client.summary import build_summary, format_summary
+from client.sim.freshness import FreshnessTracker, Sample, latency_stats, weighted_percentile
+from client.sim.generator import Batch, GeneratorStats, epoch_us
+from client.sim.reporter import Failures, Reporter, StoreWatch, Totals, format_report
+from client.sim.summary import build_summary, format_summary
 from db.events import Event, insert_events
 from db.retention import nibble
 from tests.conftest import T0

@@ -14,8 +14,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.config import ClientConfig
-from client.session import ClientSession
+from client.sim.config import ClientConfig
+from client.sim.session import ClientSession
 from db.events import Event, insert_events
 from tests.invariants import assert_rollups_exact
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.freshness import FreshnessTracker
-from client.generator import Batch
-from client.maxtracker import MaxTracker
+from client.sim.freshness import FreshnessTracker
+from client.sim.generator import Batch
+from client.sim.maxtracker import MaxTracker
 from db.changes import DELETE, INSERT, RollupChanges
 from db.events import Event, insert_events
 from db.retention import nibble

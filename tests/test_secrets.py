@@ -16,9 +16,9 @@ import psutil
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from client.cli_demo import ingest_launch, jobs_add_launch
-from client.config import ClientConfig
+from client.cli.demo import ingest_launch, jobs_add_launch
 from client.processes import slidewin_child
+from client.sim.config import ClientConfig
 
 PASSWORD = "Pa55-in-argv-never"  # noqa: S105 - a test value that must never be shown
 DSN = f"postgresql://slidewin:{PASSWORD}@db.example:5432/slidewin"
@@ -94,7 +94,7 @@ def test_the_scan_finds_a_dsn_flag(tmp_path, code):
 
 
 def test_the_retention_benchmark_s_inserter_carries_no_password(make_store):
-    from jobs.bench import RetentionBenchSpec, start_inserter
+    from client.bench.retention import RetentionBenchSpec, start_inserter
 
     dsn = _with_password(make_store(2))
     spec = RetentionBenchSpec(rate=100, seconds=30, partitions=2)

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from client.generator import Batch, Clock, utc_now
+from client.sim.generator import Batch, Clock, utc_now
 from db.changes import INSERT, RollupChanges
 
 VISIBLE_SQL = """

@@ -1,24 +1,20 @@
-"""The ``slidewin`` command. Each ``client/cli_*.py`` module contributes its commands.
+"""The root ``slidewin`` group and the error display every command shares.
 
 Every failure ends in one ``error: ...`` line naming the cause and the fix, and a non-zero exit
-code (``client.failures`` words it); a command given ``--json`` still ends stdout with one JSON
+code (``client.cli.failures`` words it); a command given ``--json`` still ends stdout with one JSON
 object, ``{"error": ..., "exit_code": ...}`` plus the totals it has so far. Ctrl-C exits 130
 quietly. ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-import pkgutil
-import sys
 from typing import Any
 
 import click
 
-import client
-from client.context import AppContext, emit_json
-from client.failures import INTERRUPTED_EXIT, describe
+from client.cli.context import AppContext, emit_json
+from client.cli.failures import INTERRUPTED_EXIT, describe
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 CLICK_EXITS = (click.ClickException, click.exceptions.Exit, click.Abort)
@@ -114,24 +110,3 @@ def cli(
         # py4j logs a dying JVM's socket errors with their tracebacks (its ``logging.info``
         # call configures the root logger's stderr handler); the failure is one error line
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
-
-
-def _load_commands() -> None:
-    """Import every ``client.cli_*`` module; each registers its commands on ``cli``."""
-    found = pkgutil.iter_modules(client.__path__)
-    names = sorted(m.name for m in found if m.name.startswith("cli_"))
-    if "cli_bench" in names:  # bench is the group other modules add subcommands to
-        names.insert(0, names.pop(names.index("cli_bench")))
-    for name in names:
-        importlib.import_module(f"client.{name}")
-
-
-def main() -> None:
-    cli(prog_name="slidewin")
-
-
-_load_commands()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

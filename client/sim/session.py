@@ -2,7 +2,7 @@
 
 Threads (each with its own connection, as psycopg connections are not shared across threads):
 - reporter: a report every display interval;
-- max tracker: looks every 10 ms, queries the window max after a change (``client.maxtracker``);
+- max tracker: looks every 10 ms, queries the window max after a change (``client.sim.maxtracker``);
 - freshness: looks every 10 ms, queries the rollups of pending seconds after an insert;
 - deleter (only with ``--no-inline --deleter client``): retention rounds via
   ``jobs.retention.run_until_caught_up``, pausing ``deleteyieldtime`` after a round that filled no
@@ -26,13 +26,13 @@ from typing import TypeVar
 
 import psycopg
 
-from client.config import ClientConfig
-from client.freshness import FreshnessTracker
-from client.generator import Batch, Clock, EventGenerator, GeneratorConfig, utc_now
-from client.live import Display
-from client.maxtracker import MaxTracker
-from client.reporter import Failures, Reporter, StoreWatch, Totals, format_report
-from client.summary import Summary, build_summary
+from client.sim.config import ClientConfig
+from client.sim.freshness import FreshnessTracker
+from client.sim.generator import Batch, Clock, EventGenerator, GeneratorConfig, utc_now
+from client.sim.live import Display
+from client.sim.maxtracker import MaxTracker
+from client.sim.reporter import Failures, Reporter, StoreWatch, Totals, format_report
+from client.sim.summary import Summary, build_summary
 from db.connect import connect
 from db.errors import DatabaseUnavailable
 from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost

@@ -6,14 +6,14 @@ from typing import Any
 
 import click
 
-from client.bench import BenchSettings, generator_rate, reporter_overhead, summarize
-from client.cli_bench import bench
-from client.context import AppContext, emit_json, pass_app
-from client.generator import FORMATS
-from client.params import COUNT, DURATION_MS
+from client.bench.client import BenchSettings, generator_rate, reporter_overhead, summarize
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import COUNT, DURATION_MS, json_option
+from client.cli.root import SlidewinCommand
+from client.sim.generator import FORMATS
 
 
-@bench.command("client")
+@click.command("client", cls=SlidewinCommand)
 @click.option("--seconds", type=click.FloatRange(0.5, 60), default=3.0, show_default=True,
               help="How long each unthrottled generator run writes.")
 @click.option("--repeats", type=click.IntRange(1, 20), default=3, show_default=True,
@@ -26,7 +26,7 @@ from client.params import COUNT, DURATION_MS
               help="The max tracker's poll interval while measuring (ms; the client's default).")
 @click.option("--skip-ingest", is_flag=True,
               help="Only measure the generator (no Spark, no database needed).")
-@click.option("--json", "as_json", is_flag=True, help="End with one JSON object on stdout.")
+@json_option()
 @pass_app
 def bench_client(app: AppContext, seconds: float, repeats: int, events: int,
                  ingest_repeats: int, max_interval: Any, skip_ingest: bool,

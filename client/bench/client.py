@@ -29,12 +29,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from client.freshness import FreshnessTracker
-from client.generator import Batch, EventGenerator, GeneratorConfig, GeneratorStats
-from client.maxtracker import MaxTracker
 from client.processes import Launch, slidewin_child, start_child
-from client.reporter import Failures, Reporter, StoreWatch
-from client.session import FRESHNESS_POLL_S
+from client.sim.freshness import FreshnessTracker
+from client.sim.generator import Batch, EventGenerator, GeneratorConfig, GeneratorStats
+from client.sim.maxtracker import MaxTracker
+from client.sim.reporter import Failures, Reporter, StoreWatch
+from client.sim.session import FRESHNESS_POLL_S
 from db.connect import connect
 from db.errors import SlidewinError
 from db.scratch import scratch_database

@@ -19,15 +19,15 @@ from typing import Any
 
 import click
 
-from client.cli import cli
-from client.config import DELETERS, ClientConfig
-from client.context import AppContext, emit_json, pass_app
-from client.generator import FORMATS
-from client.live import make_display
-from client.params import COUNT, DURATION, DURATION_MS
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
+from client.cli.root import SlidewinCommand
 from client.processes import stop_on_signals
-from client.session import ClientSession
-from client.summary import Summary, format_summary
+from client.sim.config import DELETERS, ClientConfig
+from client.sim.generator import FORMATS
+from client.sim.live import make_display
+from client.sim.session import ClientSession
+from client.sim.summary import Summary, format_summary
 from db.errors import SchemaMissing
 from db.schema import current_version
 
@@ -65,8 +65,7 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  "connection) before giving up; 0 fails at once."),
     click.option("--view", type=click.Choice(["auto", "live", "plain"]), default="auto",
                  show_default=True, help="Live view on a terminal (auto), or plain lines."),
-    click.option("--json", "as_json", is_flag=True,
-                 help="End with the final summary as one JSON object on stdout."),
+    json_option("End with the final summary as one JSON object on stdout."),
 ]
 
 
@@ -129,7 +128,7 @@ def totals_so_far(session: ClientSession) -> dict[str, Any]:
     }
 
 
-@cli.command("client")
+@click.command("client", cls=SlidewinCommand)
 @client_options
 @click.option("--deleter", type=click.Choice(DELETERS), default="client", show_default=True,
               help="With --no-inline: who runs the retention deletes -- this client (in a "

@@ -14,8 +14,8 @@ from typing import Any
 
 import psycopg
 
-from client.freshness import LatencyStats
-from client.reporter import Totals, show
+from client.sim.freshness import LatencyStats
+from client.sim.reporter import Totals, show
 from db.status import PartitionStatus, partition_status
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.generator import FORMATS
+from client.sim.generator import FORMATS
 from db.errors import ConfigError
 
 DELETERS = ("client", "jobs")

@@ -30,14 +30,14 @@ from typing import Any
 
 import click
 
-from client.cli import cli
-from client.cli_client import build_config, client_options, run_client
-from client.config import ClientConfig
-from client.context import AppContext, emit_json, pass_app
-from client.generator import EventGenerator, GeneratorConfig
-from client.params import DURATION
+from client.cli.client import build_config, client_options, run_client
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import DURATION
+from client.cli.root import SlidewinCommand
 from client.processes import Child, Launch, slidewin_child, start_child, stop_on_signals
-from client.session import record_retention
+from client.sim.config import ClientConfig
+from client.sim.generator import EventGenerator, GeneratorConfig
+from client.sim.session import record_retention
 from db.config import redact
 from db.errors import SlidewinError
 from db.schema import init_schema
@@ -201,7 +201,7 @@ def preflight(app: AppContext) -> str:
     return dsn
 
 
-@cli.command("demo")
+@click.command("demo", cls=SlidewinCommand)
 @client_options
 @click.option("--trigger", default="1s", show_default=True, type=DURATION,
               help="The ingest's micro-batch interval.")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from client.cli import cli
-from client.context import AppContext, emit_json, pass_app
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import json_option
+from client.cli.root import SlidewinGroup
 from db import embedded
 from db.config import configured_dsn, redact
 from db.connect import ensure_embedded
@@ -13,7 +14,7 @@ from db.schema import init_schema
 from db.status import partition_status, store_summary
 
 
-@cli.group()
+@click.group(cls=SlidewinGroup)
 def db() -> None:
     """Create, inspect and serve the store.
 
@@ -51,7 +52,7 @@ def db_init(app: AppContext, partitions: int | None) -> None:
 
 
 @db.command("status")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@json_option("One JSON object on stdout.")
 @pass_app
 def db_status(app: AppContext, as_json: bool) -> None:
     """Rows, event-time range, rollup seconds, sizes and dead tuples per partition.

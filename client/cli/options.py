@@ -1,8 +1,10 @@
-"""click parameter types for durations and row counts (see db.units)."""
+"""What several commands share: duration and row-count types (see db.units) and ``--json``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import click
 
@@ -57,3 +59,9 @@ def _label(param: click.Parameter | None, fallback: str) -> str:
 DURATION = DurationType()
 DURATION_MS = DurationType(default_unit="ms")
 COUNT = CountType()
+
+
+def json_option(help: str = "End with one JSON object on stdout.") -> Callable[[Any], Any]:
+    """``--json`` (parameter ``as_json``): the command ends stdout with one JSON object, which
+    the error display also honours (see ``client.cli.root.SlidewinCommand``)."""
+    return click.option("--json", "as_json", is_flag=True, help=help)

@@ -7,13 +7,13 @@ from types import FrameType
 
 import click
 
-from client.cli_bench import bench
-from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT
-from db.bench_queries import QueryBenchSpec, format_table, run_query_bench
+from client.bench.queries import QueryBenchSpec, format_table, run_query_bench
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import COUNT, json_option
+from client.cli.root import SlidewinCommand
 
 
-@bench.command("queries")
+@click.command("queries", cls=SlidewinCommand)
 @click.option("--rows", type=COUNT, default="2M", show_default=True,
               help="Rows to load (e.g. 2M, 500k).")
 @click.option("--seconds", type=click.IntRange(1, 86400), default=40, show_default=True,
@@ -33,7 +33,7 @@ from db.bench_queries import QueryBenchSpec, format_table, run_query_bench
 @click.option("--copy-rounds", type=click.IntRange(1), default=3, show_default=True,
               help="Rounds of the index-cost comparison (the median is reported).")
 @click.option("--keep", is_flag=True, help="Keep the benchmark database instead of dropping it.")
-@click.option("--json", "as_json", is_flag=True, help="End with one JSON object on stdout.")
+@json_option()
 @pass_app
 def bench_queries(app: AppContext, as_json: bool, **options: object) -> None:
     """Load a fresh benchmark database and time window queries, max, nibbles and COPY.

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import click
 
-from client.cli import cli
-from client.context import AppContext, emit_json, pass_app
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import json_option
+from client.cli.root import SlidewinGroup
 from db import windows
 
 SECONDS = click.option(
@@ -24,10 +25,9 @@ RELATIVE = click.option(
     show_default=True,
     help="End the window at the wall clock, or at the newest event time (stream time).",
 )
-JSON = click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 
 
-@cli.group()
+@click.group(cls=SlidewinGroup)
 def query() -> None:
     """Ask windowed questions (read from the per-second rollups, never the raw rows).
 
@@ -57,7 +57,7 @@ def _answer(app: AppContext, what: str, seconds: int, relative_to: str, as_json:
 @query.command("avg")
 @SECONDS
 @RELATIVE
-@JSON
+@json_option("One JSON object on stdout.")
 @pass_app
 def query_avg(app: AppContext, seconds: int, relative_to: str, as_json: bool) -> None:
     """Average value over the last N seconds.
@@ -72,7 +72,7 @@ def query_avg(app: AppContext, seconds: int, relative_to: str, as_json: bool) ->
 @query.command("max")
 @SECONDS
 @RELATIVE
-@JSON
+@json_option("One JSON object on stdout.")
 @pass_app
 def query_max(app: AppContext, seconds: int, relative_to: str, as_json: bool) -> None:
     """Largest value over the last N seconds.

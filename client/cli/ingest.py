@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from client.cli import cli
-from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT, DURATION
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import COUNT, DURATION, json_option
+from client.cli.root import SlidewinCommand
 from ingest.config import (
     DEFAULT_MAX_FILES,
     FORMATS,
@@ -21,7 +21,7 @@ from ingest.config import (
 from ingest.progress import Totals
 
 
-@cli.command("ingest")
+@click.command("ingest", cls=SlidewinCommand)
 @click.option("--landing", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory producers drop files into (default: <data dir>/landing).")
 @click.option("--once", is_flag=True, help="Process the files there now, then exit.")
@@ -60,7 +60,7 @@ from ingest.progress import Totals
               help="How long to wait for a database that went away (restart, dropped "
               "connection) before giving up; the batch is then written again, exactly once. "
               "0 fails at once.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run's totals as one JSON line.")
+@json_option("Print the run's totals as one JSON line.")
 @pass_app
 def ingest_command(
     app: AppContext,

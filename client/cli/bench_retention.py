@@ -1,4 +1,4 @@
-"""``slidewin bench retention``: retention under a steady insert load (see jobs.bench)."""
+"""``slidewin bench retention``: retention under a steady insert load (client.bench.retention)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from datetime import timedelta
 
 import click
 
-from client.cli_bench import bench
-from client.cli_jobs import YIELD
-from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT, DURATION
-from jobs.bench import RetentionBenchSpec, run_retention_bench
+from client.bench.retention import RetentionBenchSpec, run_retention_bench
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.jobs import YIELD
+from client.cli.options import COUNT, DURATION, json_option
+from client.cli.root import SlidewinCommand
 
 
-@bench.command("retention")
+@click.command("retention", cls=SlidewinCommand)
 @click.option("--rate", type=COUNT, default="50k", show_default=True,
               help="Rows inserted per second (COPY in small batches, wall-clock stamps).")
 @click.option("--seconds", type=DURATION, default="60s", show_default=True,
@@ -32,7 +32,7 @@ from jobs.bench import RetentionBenchSpec, run_retention_bench
 @click.option("--batch-ms", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="One COPY every this many milliseconds.")
 @click.option("--keep", is_flag=True, help="Keep the benchmark database instead of dropping it.")
-@click.option("--json", "as_json", is_flag=True, help="End with one JSON object on stdout.")
+@json_option()
 @pass_app
 def bench_retention(
     app: AppContext, rate: int, seconds: timedelta, history: timedelta, max_rows: int | None,

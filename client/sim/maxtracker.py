@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from client.generator import Clock, utc_now
+from client.sim.generator import Clock, utc_now
 from db.changes import RollupChanges
 
 WINDOW_MAX_SQL = "SELECT max(vmax) FROM slidewin.rollups WHERE sec > %s AND sec <= %s"

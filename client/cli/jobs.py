@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from client.cli import cli
-from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT, DURATION, DurationType
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import COUNT, DURATION, DurationType, json_option
+from client.cli.root import SlidewinGroup
 from db.reconnect import ReconnectPolicy
 from jobs import scheduler as sched
 from jobs import store
@@ -38,7 +38,7 @@ class _OptionNamedDuration(DurationType):
 YIELD = _OptionNamedDuration(default_unit="ms")
 
 
-@cli.group()
+@click.group(cls=SlidewinGroup)
 def jobs() -> None:
     """Scheduled retention ("run everywhere" nibble deletes), view refresh and stats.
 
@@ -122,7 +122,7 @@ def jobs_add() -> None:
               "N rows overall; 'even' gives each partition N/partitions (VoltDB).")
 @click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=1, show_default=True,
               help="Partitions nibbled at once in a round (each worker has its own connection).")
-@click.option("--json", "as_json", is_flag=True, help="Print the stored job as JSON.")
+@json_option("Print the stored job as JSON.")
 @pass_app
 def add_retention(
     app: AppContext, name: str, history: timedelta | None, max_rows: int | None, chunk: int,
@@ -149,7 +149,7 @@ def add_retention(
 @click.option("--name", default="refresh", show_default=True, help="Job name.")
 @click.option("--every", type=DURATION, default="10s", show_default=True,
               help="How often to refresh the materialized views.")
-@click.option("--json", "as_json", is_flag=True, help="Print the stored job as JSON.")
+@json_option("Print the stored job as JSON.")
 @pass_app
 def add_refresh(app: AppContext, name: str, every: timedelta, as_json: bool) -> None:
     """Schedule refreshing the materialized views (slidewin.minute_history).
@@ -166,7 +166,7 @@ def add_refresh(app: AppContext, name: str, every: timedelta, as_json: bool) -> 
 @click.option("--name", default="stats", show_default=True, help="Job name.")
 @click.option("--every", type=DURATION, default="5s", show_default=True,
               help="How often to snapshot rows, sizes, dead tuples and lag.")
-@click.option("--json", "as_json", is_flag=True, help="Print the stored job as JSON.")
+@json_option("Print the stored job as JSON.")
 @pass_app
 def add_stats(app: AppContext, name: str, every: timedelta, as_json: bool) -> None:
     """Schedule a stats snapshot (one stderr line per run of `jobs run`, kept in job_runs).
@@ -186,7 +186,7 @@ def _added(app: AppContext, info: store.JobInfo, what: str, as_json: bool) -> No
 
 
 @jobs.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@json_option("One JSON object on stdout.")
 @pass_app
 def jobs_list(app: AppContext, as_json: bool) -> None:
     """List the stored jobs.
@@ -255,7 +255,7 @@ def jobs_resume(app: AppContext, name: str) -> None:
 
 
 @jobs.command("status")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@json_option("One JSON object on stdout.")
 @pass_app
 def jobs_status(app: AppContext, as_json: bool) -> None:
     """Each job's last run and deletes/s; per partition retention lag.

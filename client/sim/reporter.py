@@ -2,7 +2,7 @@
 
 Every display interval: the averages over the last 1, 5, 10 and 30 s (``db.windows.summary``,
 read from the rollups; an empty window prints "no data"), the insert throughput, freshness
-(see ``client.freshness``), rows deleted since the last report, rejected events and failures.
+(see ``client.sim.freshness``), rows deleted since the last report, rejected events and failures.
 
 Where the numbers come from, all bounded reads:
 - *ingested*: ``accepted`` of the ingest batches committed since the last report (an index on
@@ -26,8 +26,8 @@ from datetime import datetime
 
 import psycopg
 
-from client.freshness import FreshnessTracker, latency_stats
-from client.generator import Clock, GeneratorStats, utc_now
+from client.sim.freshness import FreshnessTracker, latency_stats
+from client.sim.generator import Clock, GeneratorStats, utc_now
 from db import windows
 
 WINDOWS = (1, 5, 10, 30)

@@ -6,13 +6,13 @@ from datetime import timedelta
 
 import click
 
-from client.cli_bench import bench
-from client.context import AppContext, emit_json, pass_app
-from client.params import COUNT, DURATION, DurationType
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import COUNT, DURATION, DurationType, json_option
+from client.cli.root import SlidewinCommand
 from ingest.config import DEFAULT_MAX_FILES
 
 
-@bench.command("ingest")
+@click.command("ingest", cls=SlidewinCommand)
 @click.option("--events", type=COUNT, default="4M", show_default=True,
               help="Events to generate for the throughput phases.")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "json", "csv"]),
@@ -31,7 +31,7 @@ from ingest.config import DEFAULT_MAX_FILES
               help="Events per file (= per second) in the freshness run.")
 @click.option("--trigger", type=DURATION, default="1s", show_default=True,
               help="Micro-batch interval of the freshness run.")
-@click.option("--json", "as_json", is_flag=True, help="End with one JSON object on stdout.")
+@json_option()
 @pass_app
 def bench_ingest(
     app: AppContext,
@@ -54,7 +54,7 @@ def bench_ingest(
       slidewin bench ingest --events 400k
       slidewin --dsn postgresql://postgres@127.0.0.1/postgres bench ingest --json
     """
-    from ingest.bench import BenchOptions, run_bench
+    from client.bench.ingest import BenchOptions, run_bench
 
     if freshness_seconds > timedelta(minutes=10):
         raise click.BadParameter(

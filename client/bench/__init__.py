@@ -1,0 +1,1 @@
+"""The benchmarks behind ``slidewin bench``: each measures side by side in one run (ratios)."""

@@ -1,0 +1,31 @@
+"""``slidewin bench``: the benchmarks; each ``client/cli/bench_*.py`` holds one subcommand."""
+
+from __future__ import annotations
+
+import click
+
+from client.cli import bench_client, bench_ingest, bench_queries, bench_retention
+from client.cli.root import SlidewinGroup
+
+
+@click.group(cls=SlidewinGroup)
+def bench() -> None:
+    """Measure slidewin on this machine (benchmarks, not tests: they report, never assert).
+
+    Every benchmark measures its comparisons side by side in one run and, with --json, ends with
+    one JSON object on its last line.
+
+    \b
+    Examples:
+      slidewin bench queries --json
+      slidewin bench ingest --events 1M
+    """
+
+
+for _command in (
+    bench_client.bench_client,
+    bench_ingest.bench_ingest,
+    bench_queries.bench_queries,
+    bench_retention.bench_retention,
+):
+    bench.add_command(_command)

@@ -1,0 +1,1 @@
+"""The client simulator (VoltDB's windowing client): generator, session, reports, max tracker."""
