@@ -9,7 +9,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from client.bench.queries import QueryBenchSpec, copy_chunks, percentile, run_query_bench
+from client.bench.queries import QueryBenchSpec, copy_chunks, run_query_bench
+from client.bench.stats import percentile
 from client.cli import cli
 from db.errors import ConfigError
 from tests.conftest import T0

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import statistics
 import tempfile
 import threading
 import time
@@ -29,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from client.bench.stats import median
 from client.processes import Launch, slidewin_child, start_child
 from client.sim.freshness import FreshnessTracker
 from client.sim.generator import Batch, EventGenerator, GeneratorConfig, GeneratorStats
@@ -241,21 +241,21 @@ def summarize(
     """Throughput overhead: the median over adjacent pairs of 1 - with/without (pairs share the
     machine's load of the moment better than all-runs medians). CPU overhead: the watchers' CPU
     as a share of the ingest's own CPU in the same run -- steadier on a noisy machine."""
-    base = statistics.median(p[0].rate for p in pairs)
-    loaded = statistics.median(p[1].rate for p in pairs)
-    gen_csv = statistics.median(gen["csv"])
+    base = median(p[0].rate for p in pairs)
+    loaded = median(p[1].rate for p in pairs)
+    gen_csv = median(gen["csv"])
     return {
         "generator_events_per_s": round(gen_csv),
         "generator_events_per_s_by_format": {
-            k: round(statistics.median(v)) for k, v in gen.items()},
+            k: round(median(v)) for k, v in gen.items()},
         "ingest_rows_per_s_without_watchers": round(base),
         "ingest_rows_per_s_with_watchers": round(loaded),
         "reporter_overhead_pct": round(
-            statistics.median((1 - w.rate / wo.rate) * 100 for wo, w in pairs), 2),
+            median((1 - w.rate / wo.rate) * 100 for wo, w in pairs), 2),
         "reporter_overhead_pct_by_pair": [round((1 - w.rate / wo.rate) * 100, 1)
                                           for wo, w in pairs],
         "watcher_cpu_pct_of_ingest_cpu": round(
-            statistics.median(w.watcher_cpu_s / w.ingest_cpu_s * 100 for _, w in pairs), 2),
+            median(w.watcher_cpu_s / w.ingest_cpu_s * 100 for _, w in pairs), 2),
         "generator_vs_ingest": round(gen_csv / base, 1),
         "targets": {"generator_events_per_s": ">= 500000", "reporter_overhead_pct": "<= 5"},
     }

@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import os
 import shutil
-import statistics
 import tempfile
 import threading
 import time
@@ -42,6 +41,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from client.bench.stats import median, percentile
 from db.scratch import scratch_database
 from ingest.config import DEFAULT_MAX_FILES, IngestConfig
 from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
@@ -270,14 +270,6 @@ def _watch(dsn: str, appeared: dict, seen: dict, producer: threading.Thread, tim
             time.sleep(0.05)
 
 
-def p95(values: list[float]) -> float | None:
-    if not values:
-        return None
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=20, method="inclusive")[18]
-
-
 # ---------------------------------------------------------------- the whole run
 
 
@@ -350,8 +342,8 @@ def _measure_stream(spark, dsn, work, opts, report, progress) -> None:  # noqa: 
             grace=timedelta(minutes=10),
         )
         delays = freshness(spark, store, config, opts, progress)
-    report["freshness_p95_s"] = round(p95(delays), 3) if delays else None
-    report["freshness_median_s"] = round(statistics.median(delays), 3) if delays else None
+    report["freshness_p95_s"] = round(percentile(delays, 95), 3) if delays else None
+    report["freshness_median_s"] = round(median(delays), 3) if delays else None
     report["freshness_files"] = len(delays)
     progress(f"(c) freshness p95 {report['freshness_p95_s']} s over {len(delays)} files")
 

@@ -41,6 +41,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from client.bench.stats import percentile
 from db.connect import connect
 from db.errors import ConfigError
 from db.events import partition_of
@@ -89,13 +90,6 @@ class QueryBenchSpec:
 
 
 # --- timing -------------------------------------------------------------------------------------
-
-
-def percentile(samples: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
-    ordered = sorted(samples)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def timed_ms(run: Callable[[], object]) -> tuple[float, object]:

@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from client.bench.queries import percentile
+from client.bench.stats import percentile
 from db.connect import connect
 from db.errors import SlidewinError
 from db.events import partition_of

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from client.bench.client import BenchSettings, generator_rate, reporter_overhead, summarize
+from client.bench.stats import median
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION_MS, json_option
 from client.cli.root import SlidewinCommand
@@ -49,9 +50,9 @@ def bench_client(app: AppContext, seconds: float, repeats: int, events: int,
         gen[fmt] = generator_rate(fmt, seconds, repeats)
         app.progress(f"generator {fmt}: {', '.join(f'{r:,.0f}' for r in gen[fmt])} events/s")
     if skip_ingest:
-        result = {"generator_events_per_s": round(sorted(gen["csv"])[len(gen["csv"]) // 2]),
+        result = {"generator_events_per_s": round(median(gen["csv"])),
                   "generator_events_per_s_by_format": {
-                      k: round(sorted(v)[len(v) // 2]) for k, v in gen.items()}}
+                      k: round(median(v)) for k, v in gen.items()}}
     else:
         settings = BenchSettings(seconds=seconds, repeats=repeats, events=events,
                                  ingest_repeats=ingest_repeats,
