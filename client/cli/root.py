@@ -9,6 +9,7 @@ quietly. ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import click
@@ -107,6 +108,13 @@ def cli(
     """
     ctx.obj = AppContext(dsn_option=dsn, data_dir_option=data_dir, debug=debug, quiet=quiet)
     if not debug:
-        # py4j logs a dying JVM's socket errors with their tracebacks (its ``logging.info``
-        # call configures the root logger's stderr handler); the failure is one error line
+        # py4j logs a dying JVM's socket errors with their tracebacks, partly on its own
+        # loggers and partly on the root logger (``logging.exception`` in java_gateway, which
+        # also gives the root logger a stderr handler); the failure is one error line
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
+        logging.getLogger().addFilter(_not_from_py4j)
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    """Drop root-logger records that py4j's modules log (keep everything else)."""
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
