@@ -35,7 +35,7 @@ from client.cli.failures import describe, scrub
 from client.processes import slidewin_argv
 from tests.pgfixture import create_database, drop_database
 
-PASSWORD = "Sw0rdfish-42"  # noqa: S105 - a test value that must never be printed
+PASSWORD = "Sw0rdfish-42"
 
 # The least each command needs to get as far as the database. A new command fails
 # test_every_command_has_an_entry until it is added here (or to NO_DATABASE).

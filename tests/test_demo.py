@@ -21,7 +21,7 @@ import pytest
 from client.processes import slidewin_argv
 from tests.invariants import assert_rollups_exact
 
-PASSWORD = "Demo-pw-7731"  # noqa: S105 - a test value that must never be shown
+PASSWORD = "Demo-pw-7731"
 HISTORY_S = 6
 MAX_ROWS = 20_000
 RATE = 2000

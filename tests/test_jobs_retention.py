@@ -255,4 +255,4 @@ def test_rounds_need_autocommit_and_an_aware_clock(jobs_store_dsn):
             run_round(conn, RetentionPolicy(history=S), at(0))
     with psycopg.connect(jobs_store_dsn, autocommit=True) as conn:
         with pytest.raises(ValueError, match="timezone-aware"):
-            run_round(conn, RetentionPolicy(history=S), datetime(2026, 1, 1))  # noqa: DTZ001
+            run_round(conn, RetentionPolicy(history=S), datetime(2026, 1, 1))

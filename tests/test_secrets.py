@@ -20,7 +20,7 @@ from client.cli.demo import ingest_launch, jobs_add_launch
 from client.processes import slidewin_child
 from client.sim.config import ClientConfig
 
-PASSWORD = "Pa55-in-argv-never"  # noqa: S105 - a test value that must never be shown
+PASSWORD = "Pa55-in-argv-never"
 DSN = f"postgresql://slidewin:{PASSWORD}@db.example:5432/slidewin"
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = {"slidewin_argv", "slidewin_child", "Popen", "run", "start_child", "check_output"}

@@ -325,7 +325,7 @@ def _write_landing(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
         os.utime(path, (base + i, base + i))
 
 
-def _measure_stream(spark, dsn, work, opts, report, progress) -> None:  # noqa: ANN001
+def _measure_stream(spark, dsn, work, opts, report, progress) -> None:
     with scratch_database(dsn, partitions=opts.partitions) as store:
         config = ingest_config(work, "e2e", opts, once=True)
         report.update(end_to_end(spark, store, config, progress))

@@ -38,7 +38,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from client.bench.stats import percentile
@@ -129,10 +128,9 @@ def copy_chunks(
         yield "".join(lines).encode()
 
 
-def copy_rows(conn: psycopg.Connection, chunks: Sequence[bytes], table: str = "events") -> float:
+def copy_rows(conn: psycopg.Connection, chunks: Sequence[bytes]) -> float:
     """COPY every chunk in its own transaction; returns the seconds spent (generation excluded)."""
-    target = sql.SQL("COPY slidewin.{} (part, uuid, val, ts) FROM STDIN").format(
-        sql.Identifier(table))
+    target = "COPY slidewin.events (part, uuid, val, ts) FROM STDIN"
     spent = 0.0
     for chunk in chunks:
         start = time.perf_counter()

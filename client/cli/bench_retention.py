@@ -8,8 +8,7 @@ import click
 
 from client.bench.retention import RetentionBenchSpec, run_retention_bench
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.jobs import YIELD
-from client.cli.options import COUNT, DURATION, json_option
+from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
 from client.cli.root import SlidewinCommand
 
 
@@ -23,7 +22,7 @@ from client.cli.root import SlidewinCommand
 @click.option("--max-rows", type=COUNT, default=None, help="Global row target (e.g. 300k).")
 @click.option("--chunk", type=COUNT, default="2000", show_default=True,
               help="Rows per nibble (per partition per round).")
-@click.option("--yield", "yield_", type=YIELD, default="100ms", show_default=True,
+@click.option("--yield", "yield_", type=DURATION_MS, default="100ms", show_default=True,
               help="Pause after a round that filled no chunk.")
 @click.option("--partitions", type=click.IntRange(1, 1000), default=8, show_default=True,
               help="Partitions of the benchmark store.")

@@ -6,7 +6,6 @@ scheduler) and ``jobs.status``.
 
 from __future__ import annotations
 
-import copy
 import signal
 import threading
 from datetime import UTC, datetime, timedelta
@@ -15,27 +14,13 @@ from typing import Any
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, DurationType, json_option
+from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
 from client.cli.root import SlidewinGroup
 from db.reconnect import ReconnectPolicy
 from jobs import scheduler as sched
 from jobs import store
 from jobs.config import DEFAULT_NAME, MAX_WORKERS, SPLITS, RetentionPolicy
 from jobs.status import JobStatus, all_status
-
-
-class _OptionNamedDuration(DurationType):
-    """DURATION_MS, but errors name the option as typed (``--yield``), not the Python name
-    (``yield_``, which is a keyword without the underscore)."""
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
-        if param is not None and param.opts:
-            param = copy.copy(param)
-            param.name = param.opts[0].lstrip("-").replace("-", "_")
-        return super().convert(value, param, ctx)
-
-
-YIELD = _OptionNamedDuration(default_unit="ms")
 
 
 @click.group(cls=SlidewinGroup)
@@ -115,7 +100,7 @@ def jobs_add() -> None:
               help="Keep the newest N rows of the store (e.g. 1M).")
 @click.option("--chunk", type=COUNT, default=100, show_default=True,
               help="Most rows one nibble deletes per partition per round.")
-@click.option("--yield", "yield_", type=YIELD, default="100ms", show_default=True,
+@click.option("--yield", "yield_", type=DURATION_MS, default="100ms", show_default=True,
               help="Pause after a round that filled no chunk (bare numbers are ms).")
 @click.option("--split", type=click.Choice(SPLITS), default="global", show_default=True,
               help="How --max-rows becomes per-partition targets: 'global' keeps the newest "

@@ -59,7 +59,7 @@ class LiveDisplay:
         )
         self.live.start()
 
-    def _render(self):  # noqa: ANN202 - a rich renderable
+    def _render(self):
         from rich.console import Group
         from rich.panel import Panel
         from rich.text import Text

@@ -14,7 +14,6 @@ until the first value arrives.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -104,18 +103,3 @@ class MaxTracker:
         if self.emit is not None:
             self.emit(line)
         return line
-
-    def run(
-        self,
-        stop: threading.Event,
-        interval_s: float = 0.01,
-        on_error: Callable[[BaseException], None] | None = None,
-    ) -> None:
-        """Poll until ``stop`` is set (errors are counted by ``on_error``, never fatal)."""
-        while not stop.wait(interval_s):
-            try:
-                self.poll()
-            except psycopg.Error as exc:
-                if on_error is None:
-                    raise
-                on_error(exc)
