@@ -67,9 +67,8 @@ BAD_TS = "ts is not ISO-8601 or epoch ms in years 0001-9999"
 # A validation rule: (condition, reason code, detail text); the first rule that holds wins.
 Rule = tuple[Column, "str | Column", Column]
 _REASON = "_slidewin_reason"  # the staged reason column (input columns may be named reason)
-# One step of a plan: a select or a filter whose Columns are built once. Building Columns
-# costs a py4j round trip each (a few hundred per plan, 0.2-0.35 s); a plan of prebuilt steps
-# is applied to each chunk of a batch in about 0.05 s.
+# One step of a plan: a select or a filter whose Columns are built once, because building a
+# Column costs a py4j round trip (see the README's "Why the code is shaped so").
 Step = Callable[[DataFrame], DataFrame]
 
 
@@ -409,8 +408,8 @@ def _reason_steps(
 ) -> list[Step]:
     """``columns`` plus ``reason, detail`` of the first rule that holds (both NULL if none).
 
-    Two flat CASE expressions rather than one struct per row, which Spark built and unpacked
-    for every row (measured: about 6 % of Spark's time on a batch, Parquet and CSV). The
+    Two flat CASE expressions rather than one struct per row, which Spark would build and
+    unpack for every row. The
     detail is computed only for a row that has a reason. ``cheap`` conditions (NULL tests,
     comparisons) are evaluated in one projection; expensive ones (regular expressions,
     timestamp parsing) get the reason computed once in a projection of its own, which Spark
