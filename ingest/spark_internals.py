@@ -30,6 +30,7 @@ What it touches (as of PySpark 4.3), what breaks if Spark changes it, and the fa
 from __future__ import annotations
 
 import contextlib
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -146,9 +147,11 @@ def gateway_of(spark: SparkSession) -> Any:
     return getattr(spark.sparkContext, "_gateway", None)
 
 
-def jvm_process(gateway: Any) -> Any:
-    """The JVM's ``subprocess.Popen`` (None when PySpark did not launch it)."""
-    return getattr(gateway, "proc", None)
+def jvm_process(gateway: Any) -> subprocess.Popen[bytes] | None:
+    """The JVM's ``subprocess.Popen`` (None when PySpark did not launch it). Not a plain
+    ``getattr``: a py4j gateway answers any attribute it lacks with a JVM member."""
+    proc = getattr(gateway, "proc", None)
+    return proc if isinstance(proc, subprocess.Popen) else None
 
 
 def close_gateway(gateway: Any) -> None:
