@@ -8,8 +8,8 @@ What it touches (as of PySpark 4.3), what breaks if Spark changes it, and the fa
   ``SparkContext._jvm`` and ``._jsc``) and ``pyspark.util._load_from_socket``. If one is gone
   or changed, ``PullUnavailable`` is raised before or instead of the partition's rows; the
   stream handler then rolls the batch back and reads it (and every later batch) file by file
-  with the public ``toArrow``: slower, same rows. A partition whose files cannot be read
-  (not a file scan) keeps its index order.
+  with the public ``toArrow``: slower, same rows. (Partitions whose files cannot be listed,
+  not being file scans, are pulled first, in index order.)
 - The py4j gateway (``ingest.spark``): ``SparkContext._gateway`` (None until this process
   launched a JVM: decides whether the class cache applies), its ``proc`` (the JVM's Popen,
   set by PySpark's ``launch_gateway``), and resetting ``SparkContext._gateway`` / ``._jvm``
