@@ -32,6 +32,7 @@ import contextlib
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -43,6 +44,7 @@ from typing import Any
 
 import psutil
 
+from db import pgserver_internals
 from db.errors import DatabaseUnavailable
 
 # pgserver asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR that warns on
@@ -53,12 +55,9 @@ warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 # - ``pgserver.get_server(pgdata, cleanup_mode=None)`` runs initdb when needed, starts the server
 #   on a Unix socket (as a ``pgserver`` user when we are root, chowning pgdata to it) and returns
 #   an object whose ``get_uri(database)`` is the DSN; with cleanup_mode=None it never stops it.
-# - pgserver tracks holders itself (``pgdata/.handle_pids.json``: bare pids, removed only by its
-#   atexit handler, so a SIGKILLed pid stays forever and the server is never stopped), and keeps
-#   a per-process cache ``PostgresServer._instances`` (which would hand back a stopped server).
-#   ``_switch_off_pgserver_bookkeeping`` removes all three after each start; if pgserver renames
-#   them, starting fails with DatabaseUnavailable naming the AttributeError (tests catch it).
-# - ``pgserver._commands.pg_ctl`` runs the bundled pg_ctl (as ``user=`` when given) to stop it.
+# - pgserver tracks holders itself and caches servers per process; its private names (that
+#   bookkeeping, and the bundled pg_ctl that stops the server) are used only through
+#   ``db.pgserver_internals``, which says what breaks if they change and what happens then.
 # The ``postmaster.pid`` layout (pid, pgdata, start time, port, socket dir, ...) is PostgreSQL's.
 
 HOLDERS_FILE = "embedded-holders.json"
@@ -69,6 +68,7 @@ _SAME_PROCESS_S = 1.0
 # postmaster.pid holds the start time in whole seconds, written just after pg_ctl forked it.
 _SAME_POSTMASTER_S = 5.0
 _EXIT_WAIT_S = 10.0
+_STOP_WAIT_S = 60.0  # what ``pg_ctl -w`` waits for a stop by default
 
 _servers: dict[Path, Any] = {}
 _registered: set[Path] = set()
@@ -228,7 +228,7 @@ def _start(pg: Path) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             server = pgserver.get_server(pg, cleanup_mode=None)
-        _switch_off_pgserver_bookkeeping(server)
+        pgserver_internals.switch_off_bookkeeping(server)
     except Exception as exc:
         raise DatabaseUnavailable(
             f"could not start the embedded PostgreSQL in {pg} ({exc}); "
@@ -237,28 +237,34 @@ def _start(pg: Path) -> Any:
     return server
 
 
-def _switch_off_pgserver_bookkeeping(server: Any) -> None:
-    """This module tracks holders; pgserver's own list, exit handler and cache must not act."""
-    atexit.unregister(server._cleanup)
-    type(server)._instances.pop(server.pgdata, None)
-    (server.pgdata / ".handle_pids.json").unlink(missing_ok=True)
-
-
 def _stop_if_running(pg: Path) -> bool:
     """Stop the server in ``pg`` (clearing up after a dead one); True when one was running."""
     postmaster = _postmaster(pg)
     if postmaster is None:
         _clear_dead_server(pg)
         return False
-    from pgserver._commands import pg_ctl
-
     try:
-        pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pg, user=_system_user())
+        pgserver_internals.pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pg, user=_system_user())
+    except pgserver_internals.PgCtlUnavailable:
+        _fast_shutdown(postmaster)
+        _clear_dead_server(pg)
     except subprocess.CalledProcessError:
         postmaster.kill()  # it would not stop cleanly; the WAL makes a kill safe
         _wait_gone([postmaster])
         _clear_dead_server(pg)
     return True
+
+
+def _fast_shutdown(postmaster: psutil.Process) -> None:
+    """What ``pg_ctl -w stop -m fast`` does, without pg_ctl: SIGINT (PostgreSQL's fast
+    shutdown) and wait for the postmaster to exit; kill it if it will not."""
+    with contextlib.suppress(psutil.Error):
+        postmaster.send_signal(signal.SIGINT)
+    _wait_gone([postmaster], _STOP_WAIT_S)
+    if _started(postmaster.pid) is not None:
+        with contextlib.suppress(psutil.Error):
+            postmaster.kill()  # the WAL makes a kill safe
+        _wait_gone([postmaster])
 
 
 def _system_user() -> str | None:
@@ -311,11 +317,11 @@ def _clear_dead_server(pg: Path) -> None:
     (pg / "postmaster.pid").unlink(missing_ok=True)
 
 
-def _wait_gone(procs: list[psutil.Process]) -> None:
-    """Poll until ``procs`` exited, at most _EXIT_WAIT_S. Not psutil.wait_procs: killed processes
+def _wait_gone(procs: list[psutil.Process], timeout_s: float = _EXIT_WAIT_S) -> None:
+    """Poll until ``procs`` exited, at most ``timeout_s``. Not psutil.wait_procs: killed processes
     that are not our children stay zombies when init does not reap them (containers), and
     psutil waits on zombies until the timeout although they hold nothing any more."""
-    deadline = time.monotonic() + _EXIT_WAIT_S
+    deadline = time.monotonic() + timeout_s
     while any(_started(p.pid) is not None for p in procs) and time.monotonic() < deadline:
         time.sleep(0.05)
 

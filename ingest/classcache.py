@@ -2,10 +2,9 @@
 
 A fresh driver loads and verifies thousands of classes. The JVM can dump the classes a run
 loaded into an archive when it exits (``-XX:ArchiveClassesAtExit``) and map that archive at the
-next start (``-XX:SharedArchiveFile``). On a 2-core machine that cut Spark's start from about
-4.6 s to 2.6 s and the first 200k-event chunk from 4.7 s to 3.1 s. The first run with a given
-Java and PySpark pays for it once: it starts about 1.5 s slower and its JVM takes about 11 s
-to write the archive (150-180 MB) as it stops.
+next start (``-XX:SharedArchiveFile``): Spark starts, and runs its first chunk, markedly faster.
+The first run with a given Java and PySpark pays for it once: it starts slower and its JVM
+writes the archive (150-180 MB) as it stops.
 
 The archive lives in the user's cache directory, named by a key of the java binary and the
 PySpark installation, so an upgrade of either makes a new one (the JVM also checks the archive

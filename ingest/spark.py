@@ -6,7 +6,8 @@ partitions (the default 200 makes tiny tasks that dominate a micro-batch), UTC a
 time zone (naive ISO timestamps mean UTC), Arrow for ``toArrow``/``toPandas``, and a bounded
 driver heap, and a class-data-sharing archive for a faster start (``ingest.classcache``).
 ``stop_session`` also closes the py4j gateway and waits for the JVM to exit, so a stopped
-ingest leaves no JVM behind.
+ingest leaves no JVM behind. Spark's private names (the gateway, the checkpoint file manager,
+logger class names) are used only through ``ingest.spark_internals``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ingest import spark_internals
 from ingest.classcache import ClassCache, class_cache
 
 if TYPE_CHECKING:
@@ -29,9 +31,8 @@ DUMP_TIMEOUT_S = 180.0
 # stops (None when it started from one or has none)
 _CACHES: dict[int, tuple[str, ClassCache | None]] = {}
 # The throughput collector, not the default G1: G1's concurrent marking and refinement threads
-# compete with the tasks and with PostgreSQL on a small machine. Measured with
-# ``slidewin bench ingest`` on 2 cores: the first (JIT-heavy) batch 4.0 s instead of 5.7 s and
-# the end-to-end rate ~160k instead of ~130k events/s; short pauses on a 1 GB heap.
+# compete with the tasks and with PostgreSQL on a small machine (faster first batch and higher
+# end-to-end rate in ``slidewin bench ingest``); short pauses on a 1 GB heap.
 DRIVER_GC = "-XX:+UseParallelGC"
 PARTITION_BYTES = 4 * 2**20  # input per Spark partition: a 200k-event Parquet file is ~3 MB
 FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
@@ -41,6 +42,7 @@ FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
 # the failure itself, in one line), and the warnings (one with a stack trace) of a restart about
 # the last batch's files, which ``ingest.tidy`` archived on purpose when the previous run
 # stopped: Spark looks them up again to rebuild that batch's plan and to archive them once more.
+# (The quieted class names are in ``spark_internals.QUIET_LOGGERS``.)
 LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -49,19 +51,9 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
-logger.hadoop.level = error
-logger.dag.name = org.apache.spark.scheduler.DAGScheduler
-logger.dag.level = error
-logger.stream.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
-logger.stream.level = fatal
-logger.fsutils.name = org.apache.spark.util.HadoopFSUtils
-logger.fsutils.level = error
-logger.archiver.level = error
-logger.sink.name = org.apache.spark.sql.execution.streaming.sinks.FileStreamSink
-logger.sink.level = error
-""" + "logger.archiver.name = org.apache.spark.sql.execution.streaming.runtime." + (
-    "FileStreamSource$SourceFileArchiver\n"
+""" + "".join(
+    f"logger.{key}.name = {name}\nlogger.{key}.level = {level}\n"
+    for key, name, level in spark_internals.QUIET_LOGGERS
 )
 
 
@@ -124,12 +116,11 @@ def build_session(
 ) -> SparkSession:
     """Start (or join) the process's SparkSession with slidewin's settings."""
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
-    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning
-    new_jvm = SparkContext._gateway is None
+    new_jvm = not spark_internals.jvm_running()
     cache = class_cache() if new_jvm else None
     builder = SparkSession.builder
     conf = session_conf(
@@ -143,7 +134,9 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    _plain_checkpoint_files(spark)
+    # the default FileContext forks a ``readlink`` shell per checkpoint log file (several per
+    # micro-batch): a large part of a batch's fixed time on a busy machine
+    spark_internals.use_plain_checkpoint_files(spark)
     if new_jvm:
         _CACHES[id(spark)] = _cache_entry(cache)
     return spark
@@ -161,38 +154,16 @@ def class_cache_state(spark: SparkSession) -> str:
     return _CACHES.get(id(spark), ("off", None))[0]
 
 
-CHECKPOINT_MANAGERS = (
-    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
-    "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
-)
-
-
-def _plain_checkpoint_files(spark: SparkSession) -> None:
-    """Write checkpoint logs through FileSystem.rename, not FileContext: on the local file
-    system the latter forks a ``readlink`` shell per log file (several per micro-batch), which
-    costs a lot of a batch's fixed time on a busy machine. The class moved between Spark
-    versions, so take whichever this Spark has; without either, keep Spark's default."""
-    for name in CHECKPOINT_MANAGERS:
-        try:
-            spark._jvm.java.lang.Class.forName(name)
-        except Exception:  # noqa: S112 - not in this Spark version; try the next name
-            continue
-        spark.conf.set("spark.sql.streaming.checkpointFileManagerClass", name)
-        return
-
-
 def jvm_pid(spark: SparkSession) -> int | None:
     """The process id of the driver JVM (for memory measurement and clean shutdown checks)."""
-    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    proc = spark_internals.jvm_process(spark_internals.gateway_of(spark))
     return proc.pid if proc is not None else None
 
 
 def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
     """Stop Spark, close the gateway and wait for the JVM to exit (kill it if it will not)."""
-    from pyspark import SparkContext
-
-    gateway = spark.sparkContext._gateway
-    proc = getattr(gateway, "proc", None)
+    gateway = spark_internals.gateway_of(spark)
+    proc = spark_internals.jvm_process(gateway)
     dump = _CACHES.pop(id(spark), ("off", None))[1]
     if dump is not None:
         timeout_s = max(timeout_s, DUMP_TIMEOUT_S)  # the JVM writes its class cache as it exits
@@ -203,12 +174,7 @@ def stop_session(spark: SparkSession, timeout_s: float = 30.0) -> None:
             raise
         # the JVM is already dead (killed, out of memory): the error that found that out is
         # the one to report, not this one; the rest below still tidies up
-    try:
-        gateway.shutdown()
-    except Exception:  # noqa: S110 - the JVM may already be gone; nothing left to close
-        pass
-    SparkContext._gateway = None
-    SparkContext._jvm = None
+    spark_internals.close_gateway(gateway)
     if proc is None:
         return
     if proc.stdin is not None:

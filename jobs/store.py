@@ -27,6 +27,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from db.errors import SchemaMissing
 from db.schema import current_version
+from jobs.apscheduler_internals import GuardedPasses, Pass
 from jobs.config import RetentionPolicy
 from jobs.errors import JobError, JobNotFound
 
@@ -108,7 +109,7 @@ def check_schema(dsn: str) -> None:
             )
 
 
-class Scheduler(BackgroundScheduler):
+class Scheduler(GuardedPasses):
     """APScheduler's BackgroundScheduler, processing jobs only while running.
 
     APScheduler's main loop can process jobs once more after ``shutdown()`` set the state to
@@ -118,7 +119,8 @@ class Scheduler(BackgroundScheduler):
 
     A pass over the store that fails after reading the due jobs (updating a job's next run
     when the database went away) would end APScheduler's main loop for good; here it goes to
-    ``on_store_error`` and the next pass comes within ``STORE_RETRY_S``.
+    ``on_store_error`` and the next pass comes within ``STORE_RETRY_S``. (The hook into
+    APScheduler's passes is ``jobs.apscheduler_internals``.)
     """
 
     def __init__(
@@ -128,11 +130,11 @@ class Scheduler(BackgroundScheduler):
         self.editing, self.on_store_error = editing, on_store_error
         super().__init__(*args, **kwargs)
 
-    def _process_jobs(self) -> float | None:
+    def guarded_pass(self, process: Pass) -> float | None:
         if self.editing or self.state != STATE_RUNNING:
             return None
         try:
-            return super()._process_jobs()
+            return process()
         except Exception as exc:
             if self.on_store_error is None:
                 raise

@@ -2,7 +2,8 @@
 
 pgserver makes the data directory (as its own system user when the tests run as root) and
 starts the server on a Unix socket in a temporary directory; ``stop`` / ``start`` run
-pgserver's bundled ``pg_ctl`` on that directory, so the DSN stays the same across a restart.
+pgserver's bundled ``pg_ctl`` (``db.pgserver_internals``) on that directory, so the DSN stays
+the same across a restart.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class RestartablePostgres:
         self.running = True
 
     def _pg_ctl(self, *args: str) -> None:
-        from pgserver._commands import pg_ctl
+        from db.pgserver_internals import pg_ctl
 
         pg_ctl(list(args), pgdata=self.pgdata, user=self.server.system_user, timeout=60)
 

@@ -303,11 +303,12 @@ def write_files(folder, sizes=SIZES):
 def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_per_partition):
     from ingest.parse import read_files
     from ingest.pull import arrow_partitions, partition_order
+    from ingest.spark_internals import arrow_batch_rdd
 
     df = read_files(spark, "parquet", list(reversed(write_files(tmp_path))))
-    rdd = df._jdf.toArrowBatchRdd()
-    assert rdd.partitions().__len__() == 5
-    assert partition_order(rdd) != list(range(5))  # Spark's own order is not the files' order
+    files = arrow_batch_rdd(df).files
+    assert len(files) == 5
+    assert partition_order(files) != list(range(5))  # Spark's own order is not the files' order
 
     tables = list(arrow_partitions(df))
     sources = [t.column("source").unique().to_pylist() for t in tables]
