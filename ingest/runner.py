@@ -14,11 +14,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import psycopg
 
+from db.clock import Clock, utc_now
 from db.connect import connect
 from db.errors import SchemaMissing, fix_for_sqlstate
 from db.events import partition_count
@@ -95,11 +96,13 @@ def run(
     stop: threading.Event | None = None,
     spark: SparkSession | None = None,
     on_batch: Callable[[str, BatchResult], None] | None = None,
+    clock: Clock = utc_now,
 ) -> Totals:
     """Run the ingest until done (``--once``) or ``stop`` is set. Returns the totals.
 
     With ``spark`` given (tests share one session) the queries are stopped but the session is
     left running; otherwise the session is built here and stopped, JVM included, at the end.
+    ``clock`` is "now" for the future rule and the lag in the progress lines (tests pin it).
     """
     from ingest.spark import build_session, class_cache_state, stop_session
     from ingest.stream import BatchHandler, start_stream
@@ -111,14 +114,16 @@ def run(
         totals.add(result)
         if on_batch is not None:
             on_batch(stream, result)
-        progress(batch_line(stream, result, datetime.now(UTC)))
+        progress(batch_line(stream, result, clock()))
 
     owned = spark is None
     session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
     # one waiter for every stream: a restart prints its lost/back lines once; a stop ends a wait
     reconnect = Reconnector(dsn, config.reconnect, progress, stop=stop)
     handlers = [
-        BatchHandler(config, dsn, name, prepared.partitions, on_result, reconnect=reconnect)
+        BatchHandler(
+            config, dsn, name, prepared.partitions, on_result, reconnect=reconnect, clock=clock
+        )
         for name in config.stream_names
     ]
     queries: list[StreamingQuery] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from pathlib import PurePosixPath
 
@@ -23,6 +23,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from db.clock import Clock, utc_now
 from db.connect import connect
 from db.reconnect import Reconnector, is_connection_lost
 from ingest import batch, foreign, isolate, parse
@@ -51,11 +52,12 @@ class BatchHandler:
 
     def __init__(
         self, config: IngestConfig, dsn: str, stream: str, partitions: int, on_result: OnResult,
-        *, reconnect: Reconnector | None = None,
+        *, reconnect: Reconnector | None = None, clock: Clock = utc_now,
     ) -> None:
         self.config, self.dsn, self.stream = config, dsn, stream
         self.partitions, self.on_result = partitions, on_result
         self.reconnect = reconnect  # None: a lost database fails the batch (and the query)
+        self.clock = clock  # "now" of the future rule, read on the driver once per batch
         self._conn: psycopg.Connection | None = None
         self._lock = threading.Lock()
         self._checkpoint_id: str | None = None
@@ -151,7 +153,7 @@ class BatchHandler:
         plan, so that an unreadable file becomes one dead letter instead of failing the batch.
         """
         limits = parse.Limits(
-            now=datetime.now(UTC),
+            now=self.clock(),
             newest_before=newest_before,
             grace=self.config.grace,
             history=self.config.history,

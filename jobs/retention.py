@@ -30,12 +30,13 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from threading import Event
 from typing import TypeVar
 
 import psycopg
 
+from db.clock import Clock, utc_now
 from db.connect import ThreadConnections, procedure_errors
 from db.retention import nibble, partition_keys
 from jobs.config import RetentionPolicy
@@ -46,7 +47,6 @@ SESSION_SETTINGS = (("random_page_cost", "1.1"), ("jit", "off"))
 
 _prepared: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
-Clock = Callable[[], datetime]
 T = TypeVar("T")
 
 
@@ -141,7 +141,7 @@ def run_round(
 def run_until_caught_up(
     conn: psycopg.Connection,
     policy: RetentionPolicy,
-    now: datetime | Clock | None = None,
+    now: datetime | Clock = utc_now,
     *,
     stop: Event | None = None,
     max_rounds: int = 1000,
@@ -151,8 +151,8 @@ def run_until_caught_up(
 ) -> CatchUpResult:
     """Run rounds back to back while any partition fills its chunk; then return.
 
-    ``now`` is a fixed datetime (tests pin it), a zero-argument clock called before each round,
-    or None for the wall clock. Stops early when ``stop`` is set (checked between rounds), after
+    ``now`` is a fixed datetime or a clock called before each round (default the wall clock;
+    tests pin it). Stops early when ``stop`` is set (checked between rounds), after
     ``max_rounds`` (so one scheduler run stays bounded), or when a round is skipped because
     another holds the lock. ``caught_up`` is True when the last round filled no chunk.
     """
@@ -241,9 +241,7 @@ def _check_now(now: datetime) -> None:
         raise ValueError(f"now must be a timezone-aware datetime, got {now!r}")
 
 
-def _clock(now: datetime | Clock | None) -> Clock:
-    if now is None:
-        return lambda: datetime.now(UTC)
+def _clock(now: datetime | Clock) -> Clock:
     if isinstance(now, datetime):
         return lambda: now
     return now

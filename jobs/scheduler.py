@@ -10,6 +10,10 @@ missed runs coalesced). Each run calls ``run_until_caught_up``: back-to-back rou
 partition fills its chunk, then it returns and the next run comes ``yield`` after the previous
 one started (so the pause is at most ``yield``). Stopping sets the flag the rounds check, so
 shutdown waits for one round at most (and for a vacuum pass in progress).
+
+Time: what is expired, and the times a run is recorded with, come from the runtime's ``clock``
+(default the wall clock; tests pin it). APScheduler's own timing and the durations reported
+are the wall / monotonic clock: they say when and how long, not which rows go.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 import psycopg
 from apscheduler.executors.pool import ThreadPoolExecutor
 
+from db.clock import Clock, utc_now
 from db.connect import ThreadConnections
 from db.errors import DatabaseUnavailable, SlidewinError
 from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
@@ -53,6 +58,7 @@ class Runtime:
     pools: dict[tuple[str, int], NibblePool] = field(default_factory=dict)
     vacuums: list[BackgroundVacuum] = field(default_factory=list)
     reconnect_policy: ReconnectPolicy = field(default_factory=ReconnectPolicy)
+    clock: Clock = utc_now  # "now" for the retention cutoff and the recorded run times
     conns: ThreadConnections = field(init=False)  # each job thread's own connection
     reconnector: Reconnector = field(init=False)  # one wait for every thread, lines once
     fatal: DatabaseUnavailable | None = None  # the database did not come back in time
@@ -133,7 +139,7 @@ def retention_job(name: str, **policy_kwargs: Any) -> None:
 def refresh_job(name: str) -> None:
     """Refresh slidewin.minute_history (single-flight in SQL)."""
     rt = _runtime()
-    _guarded(rt, name, "refresh", lambda conn: _refresh(conn, name))
+    _guarded(rt, name, "refresh", lambda conn: _refresh(rt, conn, name))
 
 
 def stats_job(name: str) -> None:
@@ -144,7 +150,7 @@ def stats_job(name: str) -> None:
 
 def _guarded(rt: Runtime, name: str, kind: str, body: Callable[[psycopg.Connection], None]) -> None:
     """Run ``body``; a failure is reported and recorded, never raised into the scheduler."""
-    started = datetime.now(UTC)
+    started = rt.clock()
     try:
         body(rt.connection())
     except (psycopg.Error, SlidewinError) as exc:
@@ -156,7 +162,7 @@ def _guarded(rt: Runtime, name: str, kind: str, body: Callable[[psycopg.Connecti
         else:
             rt.report(f"job {name}: {kind} failed: {first}")
             rt.drop_connection()
-        _record_failure(rt, JobRun(name, kind, started, datetime.now(UTC), error=first))
+        _record_failure(rt, JobRun(name, kind, started, rt.clock(), error=first))
 
 
 def _record_failure(rt: Runtime, run: JobRun) -> None:
@@ -167,9 +173,9 @@ def _record_failure(rt: Runtime, run: JobRun) -> None:
 
 
 def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: RetentionPolicy) -> None:
-    started = datetime.now(UTC)
+    started, began = rt.clock(), time.monotonic()
     vacuum = rt.vacuum()
-    last_nudge = [time.monotonic()]
+    last_nudge = [began]
 
     def on_round(result: RoundResult) -> None:
         if rt.on_round is not None:
@@ -179,16 +185,17 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
             last_nudge[0] = time.monotonic()
 
     result = run_until_caught_up(
-        conn, policy, None, stop=rt.stop, max_rounds=MAX_ROUNDS, on_round=on_round,
+        conn, policy, rt.clock, stop=rt.stop, max_rounds=MAX_ROUNDS, on_round=on_round,
         pool=rt.pool(name, policy.workers),
     )
     if not result.skipped:
         vacuum.nudge()
     vacuumed, vacuum_ms = vacuum.drain()
-    finished = datetime.now(UTC)
+    finished = rt.clock()
     record_run(conn, _retention_run(name, started, finished, result, vacuumed, vacuum_ms))
     if result.total or vacuumed:
-        rt.report(_round_line(name, result, finished - started, vacuumed))
+        took = timedelta(seconds=time.monotonic() - began)
+        rt.report(_round_line(name, result, took, vacuumed))
 
 
 def _retention_run(
@@ -214,18 +221,18 @@ def _round_line(
     return line + (f"; vacuumed {', '.join(vacuumed)}" if vacuumed else "")
 
 
-def _refresh(conn: psycopg.Connection, name: str) -> None:
-    started = datetime.now(UTC)
+def _refresh(rt: Runtime, conn: psycopg.Connection, name: str) -> None:
+    started = rt.clock()
     row = conn.execute("SELECT slidewin.refresh_minute_history()").fetchone()
     refreshed = bool(row and row[0])
-    finished = datetime.now(UTC)
+    finished = rt.clock()
     record_run(conn, JobRun(name, "refresh", started, finished, detail={"refreshed": refreshed}))
 
 
 def _stats(rt: Runtime, conn: psycopg.Connection, name: str) -> None:
-    started = datetime.now(UTC)
+    started = rt.clock()
     detail = store_stats(conn, started)
-    record_run(conn, JobRun(name, "stats", started, datetime.now(UTC), detail=detail))
+    record_run(conn, JobRun(name, "stats", started, rt.clock(), detail=detail))
     rt.report(
         f"stats: {detail['rows']} rows, {detail['bytes'] // 1024} kB table+index, "
         f"{detail['dead_tuples']} dead tuples, oldest age over history "
@@ -292,19 +299,20 @@ def run_scheduler(
     report: Callable[[str], None] = lambda _msg: None,
     on_round: Callable[[RoundResult], None] | None = None,
     reconnect: ReconnectPolicy | None = None,
+    clock: Clock = utc_now,
 ) -> None:
     """Run the stored jobs until ``stop`` is set (or ``duration`` passed); then shut down cleanly.
 
     Callers install signal handlers that set ``stop``. Shutdown waits for running jobs, which
     check the same flag between rounds. A database that goes away is waited for (``reconnect``,
     default 3 minutes); if it does not come back, the scheduler stops and DatabaseUnavailable
-    is raised.
+    is raised. ``clock`` is "now" for the jobs' retention cutoffs and run records.
     """
     global _RUNTIME
     check_schema(dsn)
     _quiet_apscheduler()
     runtime = Runtime(dsn, stop or threading.Event(), report, on_round,
-                      reconnect_policy=reconnect or ReconnectPolicy())
+                      reconnect_policy=reconnect or ReconnectPolicy(), clock=clock)
     _RUNTIME = runtime
     scheduler = make_scheduler(dsn, on_store_error=runtime.on_store_error)
     scheduler.start()

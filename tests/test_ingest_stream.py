@@ -1,6 +1,7 @@
 """The streaming ingest end to end in-process: real Spark (one shared local[2] session) and
 real PostgreSQL, and the partition-by-partition pull it uses (``ingest.pull``). Each test drops
-files, runs the query to completion (availableNow) and checks where every line went.
+files, runs the query to completion (availableNow) and checks where every line went. The
+ingest's clock is pinned (NOW = T0 + 2 min): the future rule never depends on today's date.
 Timeline of the lateness test (grace 5 s, history 60 s):
 
     t(s)   30        40  40.5          90       97  100
@@ -14,7 +15,7 @@ import contextlib
 import json
 import os
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -37,6 +38,7 @@ from tests.ingest_fixtures import (
 )
 
 pytestmark = pytest.mark.spark
+NOW = T0 + timedelta(minutes=2)  # the ingest's clock: every test event (T0 .. T0+100 s) is past
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +51,9 @@ def iconn(conn):
     return clean_ingest_state(conn)
 
 
-def ingest_once(spark, dsn: str, tmp: Path, **kw) -> list[str]:
-    """Run ``slidewin ingest --once`` in-process against ``tmp/landing``; return the progress."""
+def ingest_once(spark, dsn: str, tmp: Path, *, now: datetime = NOW, **kw) -> list[str]:
+    """Run ``slidewin ingest --once`` in-process against ``tmp/landing`` with the clock pinned
+    at ``now``; return the progress."""
     base = {
         "landing": tmp / "landing",
         "checkpoint_dir": tmp / "cp",
@@ -63,7 +66,7 @@ def ingest_once(spark, dsn: str, tmp: Path, **kw) -> list[str]:
     }
     config = IngestConfig(**{**base, **kw})
     lines: list[str] = []
-    run(preflight(config, dsn), dsn, lines.append, spark=spark)
+    run(preflight(config, dsn), dsn, lines.append, spark=spark, clock=lambda: now)
     return lines
 
 
@@ -138,6 +141,8 @@ BAD_JSON = {
     '{"uuid": "m4", "val": 9223372036854775808, "ts": "2026-01-01T12:00:00Z"}': "out_of_range",
     '{"uuid": "m5", "val": 1, "ts": "yesterday"}': "bad_ts",
     '{"uuid": "m6", "val": 1, "ts": "2999-01-01T00:00:00Z"}': "future",
+    # just past the clock + max-future (NOW + 1 min = 12:03:00; the pinned clock, not today)
+    '{"uuid": "m7", "val": 1, "ts": "2026-01-01T12:03:00.001Z"}': "future",
     '{"uuid": "' + "u" * 201 + '", "val": 1, "ts": "2026-01-01T12:00:00Z"}': "bad_uuid",
 }
 GOOD_JSON = {
@@ -145,6 +150,7 @@ GOOD_JSON = {
     '{"uuid": "g2", "val": "7", "ts": 1767268800500}',  # epoch ms, quoted integer
     '{"uuid": "g3", "val": 3, "ts": "2026-01-01T13:00:01+01:00"}',  # = 12:00:01 UTC
     '{"uuid": "g4", "val": 4, "ts": "2026-01-01 12:00:02"}',  # naive = UTC
+    '{"uuid": "g5", "val": 5, "ts": "2026-01-01T12:03:00Z"}',  # exactly clock + max-future
 }
 BAD_CSV = {
     "c1,,2026-01-01T12:00:00Z": "missing_field",
@@ -171,6 +177,7 @@ def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
         "g2": (7, timedelta(seconds=0.5)),
         "g3": (3, timedelta(seconds=1)),
         "g4": (4, timedelta(seconds=2)),
+        "g5": (5, timedelta(minutes=3)),
         "c,5": (5, timedelta(seconds=3)),
     }
     assert stored_rollups(iconn) == truth_rollups(rows, 8)

@@ -1,8 +1,10 @@
 """The scheduler and its job store in PostgreSQL: jobs survive restarts, pause and resume, two
 schedulers on one database never double-delete, SIGTERM stops cleanly, status reports lag.
 
-The scheduler runs on the wall clock, so the rows here are stamped an hour in the past (expired
-under any history below) or an hour in the future (kept): nothing waits for expiry.
+A scheduler run in-process gets a pinned clock (NOW): rows stamped an hour before it are
+expired under any history below, an hour after it kept. A ``slidewin jobs run`` subprocess runs
+on the wall clock, so its rows are stamped relative to that (``stamped``), never to a date.
+Nothing waits for expiry.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ from db.events import Event, copy_events
 from jobs import store
 from jobs.config import RetentionPolicy
 from jobs.errors import JobNotFound
+from jobs.retention import RoundResult
 from jobs.scheduler import run_scheduler
 from jobs.status import job_status, retention_lag
+from tests.conftest import T0
 from tests.invariants import assert_rollups_exact
 from tests.jobs_fixtures import at, events, load
 
 PARTS = 4
 HOUR = timedelta(hours=1)
+NOW = T0  # the in-process schedulers' clock
 
 
 @pytest.fixture
@@ -36,9 +41,18 @@ def dsn(make_store) -> str:
     return make_store(PARTS)
 
 
-def stamped(offset: timedelta, count: int, prefix: str) -> list[Event]:
-    base = datetime.now(UTC) + offset
+def rows_at(base: datetime, count: int, prefix: str) -> list[Event]:
     return [Event(f"{prefix}{i:05d}", i, base + timedelta(microseconds=i)) for i in range(count)]
+
+
+def pinned(offset: timedelta, count: int, prefix: str) -> list[Event]:
+    """Rows at NOW + offset, for a scheduler run in-process on the pinned clock."""
+    return rows_at(NOW + offset, count, prefix)
+
+
+def stamped(offset: timedelta, count: int, prefix: str) -> list[Event]:
+    """Rows at the wall clock + offset, for a ``slidewin jobs run`` subprocess."""
+    return rows_at(datetime.now(UTC) + offset, count, prefix)
 
 
 def put(dsn: str, rows: list[Event]) -> None:
@@ -55,19 +69,20 @@ def count(dsn: str, query: str = "SELECT count(*) FROM slidewin.events") -> int:
 
 def run_for(dsn: str, seconds: float) -> list[str]:
     lines: list[str] = []
-    run_scheduler(dsn, duration=timedelta(seconds=seconds), report=lines.append)
+    run_scheduler(dsn, duration=timedelta(seconds=seconds), report=lines.append,
+                  clock=lambda: NOW)
     return lines
 
 
 def test_jobs_survive_a_scheduler_restart(dsn):
     store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30), chunk=50))
-    put(dsn, stamped(-HOUR, 400, "old") + stamped(HOUR, 100, "new"))
+    put(dsn, pinned(-HOUR, 400, "old") + pinned(HOUR, 100, "new"))
     lines = run_for(dsn, 2.0)
     assert count(dsn) == 100
     assert any("deleted" in line for line in lines)
     # a new scheduler (as after a restart) finds the job in PostgreSQL and keeps going
     assert [j.name for j in store.list_jobs(dsn)] == ["default"]
-    put(dsn, stamped(-HOUR, 300, "older"))
+    put(dsn, pinned(-HOUR, 300, "older"))
     run_for(dsn, 1.5)
     assert count(dsn) == 100
     assert count(dsn, "SELECT sum(deleted) FROM slidewin.job_runs WHERE job = 'default'") == 700
@@ -78,7 +93,7 @@ def test_jobs_survive_a_scheduler_restart(dsn):
 def test_paused_jobs_do_not_run_until_resumed(dsn):
     store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30)))
     assert store.pause_job(dsn, "default").paused
-    put(dsn, stamped(-HOUR, 50, "old"))
+    put(dsn, pinned(-HOUR, 50, "old"))
     run_for(dsn, 1.0)
     assert count(dsn) == 50
     assert not store.resume_job(dsn, "default").paused
@@ -102,7 +117,7 @@ def test_add_upserts_the_policy_and_remove_drops_it(dsn):
 def test_refresh_and_stats_jobs_run_and_are_recorded(dsn):
     store.add_periodic(dsn, "refresh", timedelta(milliseconds=300))
     store.add_periodic(dsn, "stats", timedelta(milliseconds=300))
-    put(dsn, stamped(HOUR, 20, "new"))
+    put(dsn, pinned(HOUR, 20, "new"))
     lines = run_for(dsn, 1.5)
     kinds = count(dsn, "SELECT count(DISTINCT kind) FROM slidewin.job_runs WHERE error IS NULL")
     assert kinds == 2
@@ -185,14 +200,25 @@ def test_jobs_run_outside_a_scheduler_refuse():
 
 
 def test_scheduler_stop_flag_is_honoured_promptly(dsn):
+    """The stop comes mid-work, from the third round (5000 expired rows, 4 deleted a round): the
+    scheduler finishes that round, runs no other, and stops promptly, leaving the rest."""
     store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30), chunk=1))
-    put(dsn, stamped(-HOUR, 5000, "old"))
+    put(dsn, pinned(-HOUR, 5000, "old"))
     stop = threading.Event()
-    runner = threading.Thread(target=run_scheduler, args=(dsn,), kwargs={"stop": stop})
+    rounds: list[RoundResult] = []
+    stopped_at: list[float] = []
+
+    def on_round(result: RoundResult) -> None:
+        rounds.append(result)
+        if len(rounds) == 3:
+            stopped_at.append(time.monotonic())
+            stop.set()
+
+    runner = threading.Thread(target=run_scheduler, args=(dsn,), kwargs={
+        "stop": stop, "on_round": on_round, "clock": lambda: NOW})
     runner.start()
-    time.sleep(1.0)
-    started = time.monotonic()
-    stop.set()
-    runner.join(timeout=10)
-    assert not runner.is_alive() and time.monotonic() - started < 5
-    assert 0 < count(dsn) < 5000  # it was mid-work, and left the rest for later
+    runner.join(timeout=60)
+    stop.set()  # whatever happened, let the thread end
+    assert stopped_at and not runner.is_alive() and time.monotonic() - stopped_at[0] < 5
+    assert len(rounds) == 3 and all(r.filled for r in rounds)  # mid-work: more was waiting
+    assert count(dsn) == 5000 - 3 * PARTS  # and left for later

@@ -27,8 +27,9 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from client.sim.generator import Batch, Clock, utc_now
+from client.sim.generator import Batch
 from db.changes import INSERT, RollupChanges
+from db.clock import Clock, utc_now
 
 VISIBLE_SQL = """
 SELECT extract(epoch FROM sec)::bigint, sum(n)::bigint

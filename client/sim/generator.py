@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from db.clock import Clock, utc_now
 from db.errors import ConfigError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -43,13 +44,6 @@ _HEX_PAIRS16 = np.ascontiguousarray(_HEX_PAIRS).view(np.uint16).ravel()  # byte 
 # the 8-4-4-4-12 groups of the 32 hex digits, and where each starts in the 36-character text
 _UUID_GROUPS = ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))
 _TS_LEN = 27  # 2026-01-01T12:00:00.123456Z
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
 
 @dataclass(frozen=True)
 class GeneratorConfig:

@@ -27,8 +27,9 @@ from datetime import datetime
 import psycopg
 
 from client.sim.freshness import FreshnessTracker, latency_stats
-from client.sim.generator import Clock, GeneratorStats, utc_now
+from client.sim.generator import GeneratorStats
 from db import windows
+from db.clock import Clock, utc_now
 
 WINDOWS = (1, 5, 10, 30)
 OVERLAP = "60 seconds"

@@ -28,11 +28,12 @@ import psycopg
 
 from client.sim.config import ClientConfig
 from client.sim.freshness import FreshnessTracker
-from client.sim.generator import Batch, Clock, EventGenerator, GeneratorConfig, utc_now
+from client.sim.generator import Batch, EventGenerator, GeneratorConfig
 from client.sim.live import Display
 from client.sim.maxtracker import MaxTracker
 from client.sim.reporter import Failures, Reporter, StoreWatch, Totals, format_report
 from client.sim.summary import Summary, build_summary
+from db.clock import Clock, utc_now
 from db.connect import connect
 from db.errors import DatabaseUnavailable
 from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
