@@ -17,6 +17,7 @@ import psycopg
 
 from db.errors import ConfigError
 from db.reconnect import DEFAULT_TIMEOUT, ReconnectPolicy
+from db.retention_settings import DEFAULT_NAME, read_settings
 
 FORMATS = ("auto", "json", "csv", "parquet")
 PROCESSED = ("archive", "delete", "keep")
@@ -178,15 +179,13 @@ def resolve_retention(conn: psycopg.Connection, config: IngestConfig) -> IngestC
 
     Options win over the row. Re-validates, so ``grace > history`` from the row is refused too.
     """
-    row = conn.execute(
-        "SELECT history_s, max_rows, chunk FROM slidewin.retention_settings WHERE name = 'default'"
-    ).fetchone()
-    if row is None:
+    settings = read_settings(conn, DEFAULT_NAME)
+    if settings is None:
         history, max_rows, chunk = config.history, config.max_rows, config.chunk
     else:
-        history = config.history or (timedelta(seconds=row[0]) if row[0] is not None else None)
-        max_rows = config.max_rows or (int(row[1]) if row[1] is not None else None)
-        chunk = config.chunk or int(row[2])
+        history = config.history or settings.history
+        max_rows = config.max_rows or settings.max_rows
+        chunk = config.chunk or settings.chunk
     if config.inline and history is None and max_rows is None:
         raise ConfigError(
             "--inline needs a retention limit: pass --history DURATION and/or --max-rows N, or "

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
+from db.retention_settings import RetentionSettings
 from jobs.errors import PolicyError
 
 MAX_CHUNK = 1_000_000
 MAX_WORKERS = 16  # slidewin.check_chunk's upper bound
 MAX_YIELD = timedelta(hours=1)  # slidewin.retention_settings.yield_ms bound
 SPLITS = ("global", "even")
-DEFAULT_NAME = "default"  # the policy the ingest reads for its ``expired`` rule
 
 Split = Literal["global", "even"]
 
@@ -94,6 +94,25 @@ class RetentionPolicy:
             yield_=timedelta(milliseconds=float(values.get("yield_ms", 100))),
             split=values.get("split", "global"),
             workers=int(values.get("workers", 1)),
+        )
+
+    @classmethod
+    def from_settings(cls, settings: RetentionSettings) -> RetentionPolicy:
+        """The policy a retention_settings row records (split and workers at their defaults)."""
+        return cls.from_kwargs(
+            {"history_s": settings.history_s, "max_rows": settings.max_rows,
+             "chunk": settings.chunk, "yield_ms": settings.yield_ms}
+        )
+
+    def settings(self, name: str) -> RetentionSettings:
+        """The retention_settings row recording this policy under ``name``."""
+        history = self.history_limit
+        return RetentionSettings(
+            name,
+            history.total_seconds() if history else None,
+            self.row_limit,
+            self.chunk,
+            round(self.yield_.total_seconds() * 1000),
         )
 
     def describe(self) -> str:

@@ -33,6 +33,7 @@ from db.clock import Clock, utc_now
 from db.connect import ThreadConnections
 from db.errors import DatabaseUnavailable, SlidewinError
 from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
+from db.retention_settings import DEFAULT_NAME, read_settings
 from jobs.config import RetentionPolicy
 from jobs.errors import JobError
 from jobs.retention import CatchUpResult, NibblePool, RoundResult, run_until_caught_up
@@ -263,15 +264,8 @@ def store_stats(conn: psycopg.Connection, now: datetime) -> dict[str, Any]:
 
 
 def _default_policy(conn: psycopg.Connection) -> RetentionPolicy | None:
-    row = conn.execute(
-        "SELECT history_s, max_rows, chunk, yield_ms FROM slidewin.retention_settings "
-        "WHERE name = 'default'"
-    ).fetchone()
-    if row is None:
-        return None
-    return RetentionPolicy.from_kwargs(
-        {"history_s": row[0], "max_rows": row[1], "chunk": row[2], "yield_ms": row[3]}
-    )
+    settings = read_settings(conn, DEFAULT_NAME)
+    return RetentionPolicy.from_settings(settings) if settings is not None else None
 
 
 # -- running ---------------------------------------------------------------------------------

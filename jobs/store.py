@@ -26,6 +26,7 @@ from apscheduler.schedulers.base import STATE_RUNNING
 from apscheduler.triggers.interval import IntervalTrigger
 
 from db.errors import SchemaMissing
+from db.retention_settings import delete_settings, upsert_settings
 from db.schema import current_version
 from jobs.apscheduler_internals import GuardedPasses, Pass
 from jobs.config import RetentionPolicy
@@ -174,7 +175,7 @@ def add_retention(dsn: str, policy: RetentionPolicy, name: str = "default") -> J
     every = max(policy.yield_, MIN_INTERVAL)
     info = _add(dsn, "retention", name, every, {"name": name, **policy.as_kwargs()})
     with psycopg.connect(dsn, autocommit=True) as conn:
-        upsert_settings(conn, name, policy)
+        upsert_settings(conn, policy.settings(name))  # the ingest reads ``default``'s history
     return info
 
 
@@ -202,24 +203,6 @@ def _add(dsn: str, kind: str, name: str, every: timedelta, kwargs: dict[str, Any
     return _info(job)
 
 
-def upsert_settings(conn: psycopg.Connection, name: str, policy: RetentionPolicy) -> None:
-    """Record the policy under ``name`` (the ingest reads ``default``'s history to expire rows)."""
-    history = policy.history_limit
-    conn.execute(
-        "INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk, yield_ms) "
-        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET "
-        "history_s = EXCLUDED.history_s, max_rows = EXCLUDED.max_rows, chunk = EXCLUDED.chunk, "
-        "yield_ms = EXCLUDED.yield_ms, updated_at = now()",
-        (
-            name,
-            history.total_seconds() if history else None,
-            policy.row_limit,
-            policy.chunk,
-            round(policy.yield_.total_seconds() * 1000),
-        ),
-    )
-
-
 def list_jobs(dsn: str) -> list[JobInfo]:
     with job_store(dsn) as scheduler:
         return sorted((_info(j) for j in scheduler.get_jobs()), key=lambda j: j.name)
@@ -240,7 +223,7 @@ def remove_job(dsn: str, name: str) -> None:
         except JobLookupError:
             raise _not_found(name) from None
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DELETE FROM slidewin.retention_settings WHERE name = %s", (name,))
+        delete_settings(conn, name)
 
 
 def pause_job(dsn: str, name: str) -> JobInfo:

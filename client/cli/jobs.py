@@ -17,9 +17,10 @@ from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
 from client.cli.root import SlidewinGroup
 from db.reconnect import ReconnectPolicy
+from db.retention_settings import DEFAULT_NAME
 from jobs import scheduler as sched
 from jobs import store
-from jobs.config import DEFAULT_NAME, MAX_WORKERS, SPLITS, RetentionPolicy
+from jobs.config import MAX_WORKERS, SPLITS, RetentionPolicy
 from jobs.status import JobStatus, all_status
 
 

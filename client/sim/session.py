@@ -37,19 +37,12 @@ from db.clock import Clock, utc_now
 from db.connect import connect
 from db.errors import DatabaseUnavailable
 from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
-from jobs.config import DEFAULT_NAME, RetentionPolicy
+from db.retention_settings import DEFAULT_NAME, RetentionSettings, upsert_settings
+from jobs.config import RetentionPolicy
 
 FRESHNESS_POLL_S = 0.01
 T = TypeVar("T")
 Step = Callable[[], object]
-
-UPSERT_SETTINGS_SQL = """
-INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk, yield_ms, updated_at)
-VALUES (%s, %s, %s, %s, %s, now())
-ON CONFLICT (name) DO UPDATE SET history_s = EXCLUDED.history_s, max_rows = EXCLUDED.max_rows,
-    chunk = EXCLUDED.chunk, yield_ms = EXCLUDED.yield_ms, updated_at = now()
-"""
-
 
 def policy_of(config: ClientConfig) -> RetentionPolicy:
     return RetentionPolicy(
@@ -62,10 +55,10 @@ def policy_of(config: ClientConfig) -> RetentionPolicy:
 
 def record_retention(conn: psycopg.Connection, config: ClientConfig) -> None:
     """Store the policy as retention setting 'default', which ingest reads for its horizon."""
-    conn.execute(
-        UPSERT_SETTINGS_SQL,
-        (DEFAULT_NAME, config.history_s, config.max_rows, config.deletechunksize,
-         round(config.deleteyieldtime_ms)),
+    upsert_settings(
+        conn,
+        RetentionSettings(DEFAULT_NAME, config.history_s, config.max_rows,
+                          config.deletechunksize, round(config.deleteyieldtime_ms)),
     )
 
 
