@@ -1,4 +1,4 @@
-"""Writing raw events: the partition function and a bulk COPY path.
+"""Writing raw events: the partition function, a bulk COPY path and the staging-table insert.
 
 ``partition_of`` is the same formula as SQL ``slidewin.partition_of`` and the Spark expression in
 ``ingest``: the first 32 bits of md5(uuid), unsigned, modulo the partition count.
@@ -12,6 +12,9 @@ from datetime import datetime
 from typing import NamedTuple
 
 import psycopg
+from psycopg import sql
+
+STAGING = "slidewin_staging"  # the TEMP table of ``insert_staged`` (one per session)
 
 
 class Event(NamedTuple):
@@ -51,26 +54,48 @@ def insert_events(conn: psycopg.Connection, events: Iterable[Event], partitions:
     COMMIT DELETE ROWS, so the COPY's own commit would otherwise empty it before the INSERT.
     Otherwise it joins the caller's transaction (which the caller commits or rolls back).
     """
+    rows = ((partition_of(ev.uuid, partitions), ev.uuid, ev.val, ev.ts) for ev in events)
     if conn.autocommit:
         with conn.transaction():
-            return _insert_events(conn, events, partitions)
-    return _insert_events(conn, events, partitions)
+            return insert_staged(conn, rows)
+    return insert_staged(conn, rows)
 
 
-def _insert_events(conn: psycopg.Connection, events: Iterable[Event], partitions: int) -> int:
+StagedRows = bytes | Iterable[tuple[int, str, int, datetime]]
+
+
+def insert_staged(conn: psycopg.Connection, rows: StagedRows) -> int:
+    """Insert ``(part, uuid, val, ts)`` rows through a TEMP staging table, skipping any (part,
+    ts, uuid) already stored or sent twice (one of them is kept). Returns rows inserted.
+
+    The one way to insert events that may be stored already: COPY has no ON CONFLICT, so the
+    rows are COPYed into the staging table and moved with ``INSERT ... ON CONFLICT DO NOTHING``
+    (the rollup triggers see exactly the rows inserted). ``rows`` is tuples, or a binary COPY
+    payload (``ingest.pgbinary``). Runs in the caller's transaction, which must be open: the
+    staging table is ON COMMIT DELETE ROWS.
+    """
+    staging = sql.Identifier(STAGING)
     cur = conn.cursor()
     cur.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS slidewin_staging "
-        "(part smallint, uuid text, val bigint, ts timestamptz) ON COMMIT DELETE ROWS"
+        sql.SQL(
+            "CREATE TEMP TABLE IF NOT EXISTS {} "
+            "(part smallint, uuid text, val bigint, ts timestamptz) ON COMMIT DELETE ROWS"
+        ).format(staging)
     )
-    with cur.copy("COPY slidewin_staging (part, uuid, val, ts) FROM STDIN") as copy:
-        for ev in events:
-            copy.write_row((partition_of(ev.uuid, partitions), ev.uuid, ev.val, ev.ts))
+    options = sql.SQL(" (FORMAT binary)" if isinstance(rows, bytes) else "")
+    copy_sql = sql.SQL("COPY {} (part, uuid, val, ts) FROM STDIN{}").format(staging, options)
+    with cur.copy(copy_sql) as copy:
+        if isinstance(rows, bytes):
+            copy.write(rows)
+        else:
+            for row in rows:
+                copy.write_row(row)
     cur.execute(
-        "INSERT INTO slidewin.events (part, uuid, val, ts) "
-        "SELECT DISTINCT ON (part, ts, uuid) part, uuid, val, ts FROM slidewin_staging "
-        "ORDER BY part, ts, uuid ON CONFLICT DO NOTHING"
+        sql.SQL(
+            "INSERT INTO slidewin.events (part, uuid, val, ts) "
+            "SELECT part, uuid, val, ts FROM {} ON CONFLICT DO NOTHING"
+        ).format(staging)
     )
     inserted = cur.rowcount
-    cur.execute("TRUNCATE slidewin_staging")
+    cur.execute(sql.SQL("TRUNCATE {}").format(staging))
     return inserted

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.errors import first_line
-from ingest.sink import BatchRows, insert_events
+from ingest.sink import BatchRows, insert_arrow_events
 
 # errors a record's content can cause: SQLSTATE classes 22 (data exception) and 23 (integrity
 # constraint violation) and 54000 (a value too large to index), and the Python-side encoding
@@ -61,7 +61,7 @@ def _insert_or_split(
         return 0, []
     try:
         with conn.transaction():  # SAVEPOINT: a failure undoes only this piece
-            return insert_events(conn, good)[0], []
+            return insert_arrow_events(conn, good)[0], []
     except NARROWABLE as exc:
         if good.num_rows == 1:
             return 0, [(offset, first_line(str(exc)))]

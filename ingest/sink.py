@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from db.connect import procedure_errors
+from db.events import insert_staged
 from ingest.pgbinary import encode_events
 
 FAULT_ENV = "SLIDEWIN_INGEST_FAULT"
@@ -97,8 +98,9 @@ Insert = Callable[[psycopg.Connection, BatchRows], "tuple[int, str, BatchRows]"]
 
 
 def insert_rows(conn: psycopg.Connection, rows: BatchRows) -> tuple[int, str, BatchRows]:
-    """The default ``Insert``: ``insert_events`` on the good rows; a failure fails the batch."""
-    inserted, path = insert_events(conn, rows.good)
+    """The default ``Insert``: ``insert_arrow_events`` on the good rows; a failure fails the
+    batch."""
+    inserted, path = insert_arrow_events(conn, rows.good)
     return inserted, path, rows
 
 
@@ -261,8 +263,10 @@ def _finish(
     return replace(result, compute_s=written.compute_s)
 
 
-def insert_events(conn: psycopg.Connection, good: pa.Table) -> tuple[int, str]:
-    """Insert the batch's rows, skipping (uuid, ts) already stored. Returns (inserted, path)."""
+def insert_arrow_events(conn: psycopg.Connection, good: pa.Table) -> tuple[int, str]:
+    """Insert the batch's rows, skipping (uuid, ts) already stored. Returns (inserted, path):
+    ``copy`` (binary COPY straight into the partitions) or, when some row is stored already,
+    ``staging`` (``db.events.insert_staged``)."""
     if good.num_rows == 0:
         return 0, "empty"
     rows = good.select(["part", "uuid", "val", "ts"])
@@ -272,7 +276,7 @@ def insert_events(conn: psycopg.Connection, good: pa.Table) -> tuple[int, str]:
                 _copy(conn, f"COPY {table} {EVENTS_COPY}", piece)
         return good.num_rows, "copy"
     except psycopg.errors.UniqueViolation:
-        return _insert_via_staging(conn, encode_events(rows)), "staging"
+        return insert_staged(conn, encode_events(rows)), "staging"
 
 
 def by_partition(rows: pa.Table) -> Iterator[tuple[str, bytes]]:
@@ -289,21 +293,6 @@ def by_partition(rows: pa.Table) -> Iterator[tuple[str, bytes]]:
         count = entry["counts"]
         yield f"slidewin.events_p{entry['values']:03d}", encode_events(rows.slice(offset, count))
         offset += count
-
-
-def _insert_via_staging(conn: psycopg.Connection, data: bytes) -> int:
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS ingest_staging "
-        "(part smallint, uuid text, val bigint, ts timestamptz) ON COMMIT DELETE ROWS"
-    )
-    _copy(conn, f"COPY ingest_staging {EVENTS_COPY}", data)
-    cur = conn.execute(
-        "INSERT INTO slidewin.events (part, uuid, val, ts) "
-        "SELECT part, uuid, val, ts FROM ingest_staging ON CONFLICT DO NOTHING"
-    )
-    inserted = cur.rowcount
-    conn.execute("TRUNCATE ingest_staging")
-    return inserted
 
 
 def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) -> None:

@@ -45,7 +45,7 @@ from client.bench.stats import median, percentile
 from db.scratch import scratch_database
 from ingest.config import DEFAULT_MAX_FILES, IngestConfig
 from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
-from ingest.sink import BatchResult, insert_events
+from ingest.sink import BatchResult, insert_arrow_events
 
 FILE_EXT = {"parquet": "parquet", "json": "jsonl", "csv": "csv"}
 
@@ -120,7 +120,7 @@ def copy_limit(dsn: str, table: pa.Table, rows_per_file: int) -> float:
         for offset in range(0, table.num_rows, rows_per_file):
             chunk = table.slice(offset, rows_per_file).select(["part", "uuid", "val", "ts"])
             with conn.transaction():
-                insert_events(conn, chunk)
+                insert_arrow_events(conn, chunk)
     return table.num_rows / (time.perf_counter() - started)
 
 
