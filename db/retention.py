@@ -1,4 +1,5 @@
-"""Typed calls to the nibble procedures (one bounded, deterministic delete each).
+"""Typed calls to the nibble procedures (one bounded, deterministic delete each) and to the
+per-partition row targets they are given.
 
 Each returns the number of rows deleted; a call that deletes ``chunk`` rows may have left work,
 fewer means the partition is within its limits. Bad arguments raise ProcedureError.
@@ -55,6 +56,19 @@ def nibble(
     return _call(
         conn, "SELECT slidewin.nibble(%s, %s, %s, %s)", (part, cutoff, target_rows, chunk)
     )
+
+
+def row_targets(
+    conn: psycopg.Connection, max_rows: int, split: str = "global"
+) -> dict[int, int]:
+    """Per-partition row targets for a store-wide ``max_rows``, from the exact rollups
+    (slidewin.retention_targets): ``global`` keeps the newest rows of the whole store, ``even``
+    gives each partition its share (VoltDB)."""
+    with procedure_errors():
+        rows = conn.execute(
+            "SELECT part, target_rows FROM slidewin.retention_targets(%s, %s)", (max_rows, split)
+        ).fetchall()
+    return {int(part): int(target) for part, target in rows}
 
 
 def partition_keys(conn: psycopg.Connection) -> list[int]:

@@ -41,6 +41,7 @@ import pyarrow.csv as pacsv
 
 from db.connect import procedure_errors
 from db.events import insert_staged
+from db.retention import row_targets
 from ingest.pgbinary import encode_events
 
 FAULT_ENV = "SLIDEWIN_INGEST_FAULT"
@@ -330,20 +331,11 @@ def nibble_written(
     cutoff = newest - inline.history if inline.history is not None and newest else None
     if cutoff is None and inline.max_rows is None:
         return 0
-    targets = _row_targets(conn, inline.max_rows) if inline.max_rows is not None else {}
+    targets = row_targets(conn, inline.max_rows) if inline.max_rows is not None else {}
     total = 0
     for part in sorted(written):
         total += _nibble_part(conn, part, written[part], cutoff, targets.get(part), inline)
     return total
-
-
-def _row_targets(conn: psycopg.Connection, max_rows: int) -> dict[int, int]:
-    """Per-partition targets that sum to the global ``max_rows`` (from the exact rollups)."""
-    with procedure_errors():
-        rows = conn.execute(
-            "SELECT part, target_rows FROM slidewin.retention_targets(%s, 'global')", (max_rows,)
-        ).fetchall()
-    return {int(part): int(target) for part, target in rows}
 
 
 def _nibble_part(

@@ -37,8 +37,8 @@ from typing import TypeVar
 import psycopg
 
 from db.clock import Clock, utc_now
-from db.connect import ThreadConnections, procedure_errors
-from db.retention import nibble, partition_keys
+from db.connect import ThreadConnections
+from db.retention import nibble, partition_keys, row_targets
 from jobs.config import RetentionPolicy
 from jobs.errors import ConnectionModeError
 
@@ -180,17 +180,6 @@ def prepare_session(conn: psycopg.Connection) -> None:
     for name, value in SESSION_SETTINGS:
         conn.execute("SELECT set_config(%s, %s, false)", (name, value))
     _prepared.add(conn)
-
-
-def row_targets(
-    conn: psycopg.Connection, max_rows: int, split: str = "global"
-) -> dict[int, int]:
-    """Per-partition row targets for a global ``max_rows`` (see slidewin.retention_targets)."""
-    with procedure_errors():
-        rows = conn.execute(
-            "SELECT part, target_rows FROM slidewin.retention_targets(%s, %s)", (max_rows, split)
-        ).fetchall()
-    return {int(part): int(target) for part, target in rows}
 
 
 def _nibble_all(

@@ -16,9 +16,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from db.retention import row_targets
 from db.status import partition_status
 from jobs.config import RetentionPolicy
-from jobs.retention import row_targets
 from jobs.store import JobInfo
 
 RATE_WINDOW = timedelta(seconds=60)

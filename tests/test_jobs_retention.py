@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from db.events import Event, copy_events
+from db.retention import row_targets
 from jobs.config import RetentionPolicy
 from jobs.errors import ConnectionModeError
 from jobs.retention import (
     LOCK_NAME,
     NibblePool,
     RoundResult,
-    row_targets,
     run_round,
     run_until_caught_up,
 )

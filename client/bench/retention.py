@@ -34,11 +34,12 @@ from client.bench.stats import percentile
 from db.connect import connect
 from db.errors import SlidewinError
 from db.events import partition_of
+from db.retention import row_targets
 from db.schema import init_schema
 from db.scratch import scratch_database
 from jobs.config import RetentionPolicy
 from jobs.errors import PolicyError
-from jobs.retention import RoundResult, row_targets
+from jobs.retention import RoundResult
 from jobs.scheduler import run_scheduler
 from jobs.status import no_jit
 from jobs.store import add_retention
