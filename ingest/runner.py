@@ -9,10 +9,9 @@ for (SIGTERM / SIGINT set ``stop``), then stops the queries, Spark and its JVM, 
 from __future__ import annotations
 
 import contextlib
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -25,6 +24,7 @@ from db.errors import SchemaMissing, fix_for_sqlstate
 from db.events import partition_count
 from db.reconnect import Reconnector
 from db.schema import current_version
+from db.signals import stop_on_signals
 from ingest import java
 from ingest.config import IngestConfig, resolve_retention
 from ingest.errors import IngestError, first_line
@@ -71,22 +71,6 @@ def _check_schema(conn: psycopg.Connection) -> None:
     found = conn.execute("SELECT to_regclass('slidewin.stream_state')").fetchone()
     if not found or found[0] is None:
         raise SchemaMissing(f"the slidewin schema lacks the ingest tables (stream_state); {fix}")
-
-
-@contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM and SIGINT set ``stop`` (the main loop then stops Spark cleanly)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    for sig in previous:
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def run(

@@ -11,6 +11,7 @@ from client.bench.queries import QueryBenchSpec, format_table, run_query_bench
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, json_option
 from client.cli.root import SlidewinCommand
+from db.signals import handling
 
 
 @click.command("queries", cls=SlidewinCommand)
@@ -51,11 +52,8 @@ def bench_queries(app: AppContext, as_json: bool, **options: object) -> None:
     app.check_database()
     spec = QueryBenchSpec(**options)  # type: ignore[arg-type]
     # SIGTERM unwinds like Ctrl-C, so the benchmark database is dropped either way
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
+    with handling(_interrupt, (signal.SIGTERM,)):
         result = run_query_bench(app.dsn, spec, app.progress)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     click.echo(format_table(result))
     if as_json:
         emit_json(result)

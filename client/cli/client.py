@@ -22,7 +22,6 @@ import click
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
 from client.cli.root import SlidewinCommand
-from client.processes import stop_on_signals
 from client.sim.config import DELETERS, ClientConfig
 from client.sim.generator import FORMATS
 from client.sim.live import make_display
@@ -30,6 +29,7 @@ from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
 from db.errors import SchemaMissing
 from db.schema import current_version
+from db.signals import stop_on_signals
 
 _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--displayinterval", type=DURATION, default="5", show_default=True,

@@ -34,13 +34,14 @@ from client.cli.client import build_config, client_options, run_client
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import DURATION
 from client.cli.root import SlidewinCommand
-from client.processes import Child, Launch, slidewin_child, start_child, stop_on_signals
+from client.processes import Child, Launch, slidewin_child, start_child
 from client.sim.config import ClientConfig
 from client.sim.generator import EventGenerator, GeneratorConfig
 from client.sim.session import record_retention
 from db.config import redact
 from db.errors import SlidewinError
 from db.schema import init_schema
+from db.signals import stop_on_signals
 
 BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
 READY_MARK = "ingest "  # the ingest's "ingest <query id>: <streams> from <landing>" line

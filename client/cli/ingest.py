@@ -11,6 +11,7 @@ import click
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION, json_option
 from client.cli.root import SlidewinCommand
+from db.signals import stop_on_signals
 from ingest.config import (
     DEFAULT_MAX_FILES,
     FORMATS,
@@ -99,7 +100,7 @@ def ingest_command(
       slidewin ingest --landing /data/landing --once --json
       slidewin ingest --inline --history 1m --max-rows 100k --chunk 500
     """
-    from ingest.runner import preflight, run, stop_on_signals
+    from ingest.runner import preflight, run
 
     so_far = Totals()  # the batches committed before a failure, for its --json line
     app.error_totals = so_far.as_json

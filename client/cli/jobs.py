@@ -6,7 +6,6 @@ scheduler) and ``jobs.status``.
 
 from __future__ import annotations
 
-import signal
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
 from client.cli.root import SlidewinGroup
 from db.reconnect import ReconnectPolicy
 from db.retention_settings import DEFAULT_NAME
+from db.signals import stop_on_signals
 from jobs import scheduler as sched
 from jobs import store
 from jobs.config import MAX_WORKERS, SPLITS, RetentionPolicy
@@ -65,20 +65,13 @@ def jobs_run(app: AppContext, duration: timedelta | None, reconnect_timeout: tim
     """
     policy = ReconnectPolicy(timeout=reconnect_timeout)
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOP_SIGNALS}
-    try:
+    with stop_on_signals(stop):
         dsn = app.dsn
         count = len(store.list_jobs(dsn))
         app.progress(f"scheduler running {count} job(s); Ctrl-C or SIGTERM to stop")
         sched.run_scheduler(dsn, stop=stop, duration=duration, report=app.progress,
                             reconnect=policy)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     app.progress("scheduler stopped")
-
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @jobs.group("add")
