@@ -14,9 +14,11 @@ import psycopg
 
 import procedures
 from db.connect import procedure_errors
+from db.errors import SchemaMissing
 
 BASELINE_VERSION = 1
 INIT_LOCK = "slidewin.init_schema"
+INIT_FIX = "run `slidewin db init` (it is idempotent) and try again"
 
 
 @dataclass(frozen=True)
@@ -80,3 +82,24 @@ def current_version(conn: psycopg.Connection) -> int | None:
         return None
     row = conn.execute("SELECT max(version) FROM slidewin.schema_version").fetchone()
     return int(row[0]) if row and row[0] is not None else None
+
+
+def require_schema(conn: psycopg.Connection, *tables: str) -> None:
+    """SchemaMissing, saying the fix, unless the slidewin schema is here -- with each of
+    ``tables`` (names in schema slidewin) that a caller needs beyond the baseline."""
+    if current_version(conn) is None:
+        raise SchemaMissing(f"the slidewin schema is not in this database; {INIT_FIX}")
+    found = {
+        row[0]
+        for row in conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'slidewin' AND c.relname = ANY(%s)",
+            (list(tables),),
+        ).fetchall()
+    }
+    missing = [f"slidewin.{table}" for table in tables if table not in found]
+    if missing:
+        raise SchemaMissing(
+            f"the slidewin schema here lacks {', '.join(missing)} (it is older than this "
+            f"slidewin); {INIT_FIX}"
+        )

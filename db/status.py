@@ -12,8 +12,7 @@ from typing import Any
 
 import psycopg
 
-from db.errors import SchemaMissing
-from db.schema import current_version
+from db.schema import require_schema
 
 PARTITION_STATUS_SQL = """
 SELECT k.part,
@@ -53,8 +52,7 @@ class PartitionStatus:
 
 
 def partition_status(conn: psycopg.Connection) -> list[PartitionStatus]:
-    if current_version(conn) is None:
-        raise SchemaMissing("the slidewin schema is not in this database; run: slidewin db init")
+    require_schema(conn)
     return [PartitionStatus(*row) for row in conn.execute(PARTITION_STATUS_SQL).fetchall()]
 
 

@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-import psycopg
-
 from db.clock import Clock, utc_now
 from db.connect import connect
-from db.errors import SchemaMissing, fix_for_sqlstate
+from db.errors import fix_for_sqlstate
 from db.events import partition_count
 from db.reconnect import Reconnector
-from db.schema import current_version
+from db.schema import require_schema
 from db.signals import stop_on_signals
 from ingest import java
 from ingest.config import IngestConfig, resolve_retention
@@ -58,19 +56,10 @@ def preflight(config: IngestConfig, dsn: str) -> Prepared:
     """Java 17+, a reachable store with the ingest schema, retention limits resolved."""
     major = java.check_java()
     with connect(dsn, autocommit=True) as conn:
-        _check_schema(conn)
+        require_schema(conn, "stream_state")  # the ingest's own table
         resolved = resolve_retention(conn, config)
         partitions = partition_count(conn)
     return Prepared(resolved, partitions, major)
-
-
-def _check_schema(conn: psycopg.Connection) -> None:
-    fix = "run `slidewin db init` (it is idempotent) and try again"
-    if current_version(conn) is None:
-        raise SchemaMissing(f"the database has no slidewin schema; {fix}")
-    found = conn.execute("SELECT to_regclass('slidewin.stream_state')").fetchone()
-    if not found or found[0] is None:
-        raise SchemaMissing(f"the slidewin schema lacks the ingest tables (stream_state); {fix}")
 
 
 def run(

@@ -25,9 +25,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_RUNNING
 from apscheduler.triggers.interval import IntervalTrigger
 
-from db.errors import SchemaMissing
 from db.retention_settings import delete_settings, upsert_settings
-from db.schema import current_version
+from db.schema import require_schema
 from jobs.apscheduler_internals import GuardedPasses, Pass
 from jobs.config import RetentionPolicy
 from jobs.errors import JobError, JobNotFound
@@ -104,10 +103,7 @@ def make_jobstore(engine: sqlalchemy.Engine, on_error: StoreError | None = None)
 def check_schema(dsn: str) -> None:
     """SchemaMissing (with the fix) unless this database has the slidewin schema."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        if current_version(conn) is None:
-            raise SchemaMissing(
-                "the slidewin schema is not in this database; run: slidewin db init"
-            )
+        require_schema(conn)
 
 
 class Scheduler(GuardedPasses):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from db.errors import ProcedureError
-from db.schema import BASELINE_VERSION, current_version, init_schema
+from db.errors import ProcedureError, SchemaMissing
+from db.schema import BASELINE_VERSION, current_version, init_schema, require_schema
 
 
 def test_init_is_idempotent_and_records_version(make_store):
@@ -44,3 +44,21 @@ def test_partition_count_is_capped_where_names_stay_three_digits(conn):
         conn.execute("SELECT slidewin.ensure_partitions(1001)")
     with pytest.raises(psycopg.errors.CheckViolation):
         conn.execute("UPDATE slidewin.config SET partitions = 1001")
+
+
+def test_require_schema_names_the_fix(pg_admin_dsn, conn):
+    from tests.pgfixture import create_database, drop_database
+
+    require_schema(conn, "stream_state", "retention_settings")  # a store: all there
+    with pytest.raises(SchemaMissing, match="lacks slidewin.no_such_table .*slidewin db init"):
+        require_schema(conn, "stream_state", "no_such_table")
+    bare = create_database(pg_admin_dsn)
+    try:
+        with psycopg.connect(bare) as empty, pytest.raises(SchemaMissing) as missing:
+            require_schema(empty)
+    finally:
+        drop_database(pg_admin_dsn, bare)
+    assert str(missing.value) == (
+        "the slidewin schema is not in this database; run `slidewin db init` (it is idempotent) "
+        "and try again"
+    )

@@ -27,8 +27,7 @@ from client.sim.generator import FORMATS
 from client.sim.live import make_display
 from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
-from db.errors import SchemaMissing
-from db.schema import current_version
+from db.schema import require_schema
 from db.signals import stop_on_signals
 
 _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
@@ -150,10 +149,7 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     """
     config = build_config(app, landing, deleter, **opts)
     with app.connect() as conn:
-        if current_version(conn) is None:
-            raise SchemaMissing(
-                "the slidewin schema is not in this database; run: slidewin db init"
-            )
+        require_schema(conn)
     stop = threading.Event()
     app.progress(f"writing {config.ratelimit:g} events/s into {config.landing} "
                  f"for {config.duration:g} s")
