@@ -25,7 +25,7 @@ SELECT k.part,
        pg_indexes_size(c.oid) AS index_bytes,
        coalesce(s.n_dead_tup, 0) AS dead_tuples
   FROM slidewin.partition_keys() AS k(part)
-  JOIN pg_class c ON c.oid = to_regclass(format('slidewin.events_p%s', lpad(k.part::text, 3, '0')))
+  JOIN pg_class c ON c.oid = to_regclass(format('slidewin.%I', slidewin.partition_name(k.part)))
   LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
   LEFT JOIN LATERAL (SELECT sum(n)::bigint AS rows, count(*) AS seconds
                        FROM slidewin.rollups WHERE part = k.part) r ON true

@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 
 from db.errors import ConfigError
+from db.limits import MAX_CHUNK
 from db.reconnect import DEFAULT_TIMEOUT, ReconnectPolicy
 from db.retention_settings import DEFAULT_NAME, read_settings
 
@@ -96,8 +97,8 @@ class IngestConfig:
     def _check_counts(self) -> None:
         if self.max_rows is not None and self.max_rows <= 0:
             raise ConfigError(f"--max-rows {self.max_rows} must be positive, e.g. 10k")
-        if self.chunk is not None and not 1 <= self.chunk <= 1_000_000:
-            raise ConfigError(f"--chunk {self.chunk} must be between 1 and 1000000, e.g. 100")
+        if self.chunk is not None and not 1 <= self.chunk <= MAX_CHUNK:
+            raise ConfigError(f"--chunk {self.chunk} must be between 1 and {MAX_CHUNK}, e.g. 100")
         if self.max_files_per_trigger < 1:
             raise ConfigError(
                 f"--max-files-per-trigger {self.max_files_per_trigger} must be at least 1"

@@ -41,13 +41,13 @@ import pyarrow.csv as pacsv
 
 from db.connect import procedure_errors
 from db.events import insert_staged
+from db.limits import MAX_NAMED_PART, partition_table
 from db.retention import row_targets
 from ingest.pgbinary import encode_events
 
 FAULT_ENV = "SLIDEWIN_INGEST_FAULT"
 _CSV = pacsv.WriteOptions(include_header=False)
 EVENTS_COPY = "(part, uuid, val, ts) FROM STDIN (FORMAT binary)"
-MAX_NAMED_PART = 999  # partitions are named events_p000 .. events_p999 (three digits)
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,7 @@ def by_partition(rows: pa.Table) -> Iterator[tuple[str, bytes]]:
     rows, offset = rows.sort_by("part"), 0
     for entry in pc.value_counts(rows["part"]).to_pylist():  # sorted: in part order
         count = entry["counts"]
-        yield f"slidewin.events_p{entry['values']:03d}", encode_events(rows.slice(offset, count))
+        yield partition_table(entry["values"]), encode_events(rows.slice(offset, count))
         offset += count
 
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
+from db.limits import MAX_CHUNK
 from db.retention_settings import RetentionSettings
 from jobs.errors import PolicyError
 
-MAX_CHUNK = 1_000_000
-MAX_WORKERS = 16  # slidewin.check_chunk's upper bound
+MAX_WORKERS = 16
 MAX_YIELD = timedelta(hours=1)  # slidewin.retention_settings.yield_ms bound
 SPLITS = ("global", "even")
 

@@ -22,6 +22,7 @@ BASELINE: tuple[str, ...] = (
     "functions/partition_of.sql",
     "functions/partition_of_current.sql",
     "functions/partition_keys.sql",
+    "functions/partition_name.sql",
     "functions/check_partition.sql",
     "functions/check_chunk.sql",
     "functions/check_window.sql",

@@ -44,6 +44,7 @@ from client.bench.stats import percentile
 from db.connect import connect
 from db.errors import ConfigError
 from db.events import partition_of
+from db.limits import MAX_CHUNK, MAX_PARTITIONS
 from db.schema import init_schema
 from db.scratch import scratch_database
 
@@ -82,10 +83,14 @@ class QueryBenchSpec:
                     f"{option} must be at least {minimum[f.name]}, got {value}; "
                     f"e.g. {option} {f.default}"
                 )
-        if self.partitions > 1000:
-            raise ConfigError(f"--partitions must be at most 1000, got {self.partitions}")
-        if self.nibble_chunk > 1_000_000:
-            raise ConfigError(f"--nibble-chunk must be at most 1000000, got {self.nibble_chunk}")
+        if self.partitions > MAX_PARTITIONS:
+            raise ConfigError(
+                f"--partitions must be at most {MAX_PARTITIONS}, got {self.partitions}"
+            )
+        if self.nibble_chunk > MAX_CHUNK:
+            raise ConfigError(
+                f"--nibble-chunk must be at most {MAX_CHUNK}, got {self.nibble_chunk}"
+            )
 
 
 # --- timing -------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from client.bench.queries import QueryBenchSpec, format_table, run_query_bench
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, json_option
 from client.cli.root import SlidewinCommand
+from db.limits import MAX_CHUNK, MAX_PARTITIONS
 from db.signals import handling
 
 
@@ -19,7 +20,7 @@ from db.signals import handling
               help="Rows to load (e.g. 2M, 500k).")
 @click.option("--seconds", type=click.IntRange(1, 86400), default=40, show_default=True,
               help="Event-time span the rows are spread over, evenly.")
-@click.option("--partitions", type=click.IntRange(1, 1000), default=8, show_default=True,
+@click.option("--partitions", type=click.IntRange(1, MAX_PARTITIONS), default=8, show_default=True,
               help="Partitions of the benchmark store.")
 @click.option("--repeat", type=click.IntRange(1), default=200, show_default=True,
               help="Timed calls per rollup query and window.")
@@ -27,7 +28,7 @@ from db.signals import handling
               help="Timed raw-table scans per window (each reads up to every row).")
 @click.option("--nibbles", type=click.IntRange(0), default=200, show_default=True,
               help="Timed nibbles, round-robin over the partitions, none reset in between.")
-@click.option("--nibble-chunk", type=click.IntRange(1, 1_000_000), default=1000,
+@click.option("--nibble-chunk", type=click.IntRange(1, MAX_CHUNK), default=1000,
               show_default=True, help="Rows each nibble deletes.")
 @click.option("--copy-rows", type=COUNT, default="500k", show_default=True,
               help="Rows per COPY in the index-cost comparison (0 skips it).")

@@ -10,6 +10,7 @@ from client.bench.retention import RetentionBenchSpec, run_retention_bench
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
 from client.cli.root import SlidewinCommand
+from db.limits import MAX_PARTITIONS
 
 
 @click.command("retention", cls=SlidewinCommand)
@@ -24,7 +25,7 @@ from client.cli.root import SlidewinCommand
               help="Rows per nibble (per partition per round).")
 @click.option("--yield", "yield_", type=DURATION_MS, default="100ms", show_default=True,
               help="Pause after a round that filled no chunk.")
-@click.option("--partitions", type=click.IntRange(1, 1000), default=8, show_default=True,
+@click.option("--partitions", type=click.IntRange(1, MAX_PARTITIONS), default=8, show_default=True,
               help="Partitions of the benchmark store.")
 @click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Partitions the retention job nibbles at once.")

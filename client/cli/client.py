@@ -27,6 +27,7 @@ from client.sim.generator import FORMATS
 from client.sim.live import make_display
 from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
+from db.limits import MAX_CHUNK
 from db.schema import require_schema
 from db.signals import stop_on_signals
 
@@ -46,7 +47,7 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  "Both limits may be set: both hold."),
     click.option("--inline/--no-inline", default=False, show_default=True,
                  help="Delete in the ingest's own transactions instead of a separate deleter."),
-    click.option("--deletechunksize", type=click.IntRange(1, 1_000_000), default=100,
+    click.option("--deletechunksize", type=click.IntRange(1, MAX_CHUNK), default=100,
                  show_default=True, help="At most this many rows per delete, per partition."),
     click.option("--deleteyieldtime", type=DURATION_MS, default="100", show_default=True,
                  help="Pause after a delete round that found little to do (ms; e.g. 100, 1s)."),

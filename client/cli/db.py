@@ -10,6 +10,7 @@ from client.cli.root import SlidewinGroup
 from db import embedded
 from db.config import configured_dsn, redact
 from db.connect import ensure_embedded
+from db.limits import MAX_PARTITIONS
 from db.schema import init_schema
 from db.status import partition_status, store_summary
 
@@ -29,7 +30,7 @@ def db() -> None:
 @db.command("init")
 @click.option(
     "--partitions",
-    type=click.IntRange(1, 1000),
+    type=click.IntRange(1, MAX_PARTITIONS),
     default=None,
     help="Partitions of the raw table (default: keep the current count, or 8 on a new store). "
     "Partitions can be added later, never removed.",

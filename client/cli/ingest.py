@@ -11,6 +11,7 @@ import click
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION, json_option
 from client.cli.root import SlidewinCommand
+from db.limits import MAX_CHUNK
 from db.signals import stop_on_signals
 from ingest.config import (
     DEFAULT_MAX_FILES,
@@ -41,7 +42,7 @@ from ingest.progress import Totals
 @click.option("--inline", is_flag=True,
               help="Nibble the written partitions to --history/--max-rows in each batch's "
               "transaction.")
-@click.option("--chunk", type=click.IntRange(1, 1_000_000), default=None,
+@click.option("--chunk", type=click.IntRange(1, MAX_CHUNK), default=None,
               help="Rows per nibble call for --inline (default: the 'default' row, else 100).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
               help="auto: JSON Lines + CSV (one text stream) and Parquet (another stream).")

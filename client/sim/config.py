@@ -14,6 +14,7 @@ from pathlib import Path
 
 from client.sim.generator import FORMATS
 from db.errors import ConfigError
+from db.limits import MAX_CHUNK
 
 DELETERS = ("client", "jobs")
 
@@ -55,9 +56,9 @@ class ClientConfig:
                 "--maxrows and --historyseconds are both 0, so retention has no limit to keep; "
                 "set at least one, e.g. --historyseconds 30 or --maxrows 1000000"
             )
-        if not 1 <= self.deletechunksize <= 1_000_000:
+        if not 1 <= self.deletechunksize <= MAX_CHUNK:
             raise ConfigError(
-                f"--deletechunksize {self.deletechunksize} must be from 1 to 1000000 rows; "
+                f"--deletechunksize {self.deletechunksize} must be from 1 to {MAX_CHUNK} rows; "
                 "use e.g. 100"
             )
         _at_least_zero("--deleteyieldtime", self.deleteyieldtime_ms, "100 (milliseconds)")

@@ -1,4 +1,5 @@
 -- slidewin.check_chunk(p_chunk): raise invalid_parameter_value unless 1 <= p_chunk <= 1000000.
+-- The owner of the chunk cap in SQL (db/limits.py MAX_CHUNK in Python; the two must agree).
 CREATE OR REPLACE FUNCTION slidewin.check_chunk(p_chunk integer)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

@@ -1,6 +1,7 @@
 -- slidewin.ensure_partitions(p_count): make slidewin.events have partitions 0 .. p_count-1.
 --
--- Contract: at most 1000 partitions, named events_p000 .. events_p999 (three digits);
+-- Contract: at most 1000 partitions, named by slidewin.partition_name (events_p000 ..
+-- events_p999: three digits);
 -- idempotent; only adds (fewer than exist is refused, rows would lose their home);
 -- each new partition gets the rollup triggers (so statements naming a partition directly keep
 -- rollups exact too). Every partition, new or old, gets the autovacuum settings below (an
@@ -43,7 +44,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     FOR i IN 0 .. p_count - 1 LOOP
-        v_name := format('events_p%s', lpad(i::text, 3, '0'));
+        v_name := slidewin.partition_name(i);
         CONTINUE WHEN to_regclass(format('slidewin.%I', v_name)) IS NOT NULL;
         EXECUTE format(
             'CREATE TABLE slidewin.%I PARTITION OF slidewin.events FOR VALUES IN (%s) WITH (%s)',

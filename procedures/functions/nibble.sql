@@ -66,7 +66,7 @@ BEGIN
     -- keep the rollups exact, as for any statement naming a partition.
     PERFORM set_config('enable_seqscan', 'off', true);
     EXECUTE format('DELETE FROM slidewin.%I WHERE ctid = ANY ($1)',
-                   'events_p' || lpad(p_part::text, 3, '0'))
+                   slidewin.partition_name(p_part))
         USING v_ctids;
     GET DIAGNOSTICS v_deleted = ROW_COUNT;
     PERFORM set_config('enable_seqscan', v_seqscan, true);

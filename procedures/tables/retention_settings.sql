@@ -1,5 +1,6 @@
 -- slidewin.retention_settings: named retention policies (history and/or row target, chunk, yield).
 -- A policy with neither limit would delete nothing -- or, as VoltDB does, everything: refused.
+-- The chunk cap repeats slidewin.check_chunk's (a CHECK needs a literal; db/limits.py MAX_CHUNK).
 CREATE TABLE IF NOT EXISTS slidewin.retention_settings (
     name       text PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9_.-]{1,64}$'),
     history_s  double precision CHECK (history_s IS NULL OR history_s > 0),

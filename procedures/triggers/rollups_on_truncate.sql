@@ -8,7 +8,9 @@ BEGIN
     IF TG_TABLE_NAME = 'events' THEN
         DELETE FROM slidewin.rollups;
     ELSE
-        DELETE FROM slidewin.rollups WHERE part = substr(TG_TABLE_NAME, length('events_p') + 1)::smallint;
+        DELETE FROM slidewin.rollups
+         WHERE part = (SELECT k FROM slidewin.partition_keys() AS k
+                        WHERE slidewin.partition_name(k) = TG_TABLE_NAME);
     END IF;
     PERFORM pg_notify('slidewin_rollups', 'delete');  -- see rollups_subtract
     RETURN NULL;
