@@ -28,11 +28,6 @@ class SchemaReport:
     applied_migrations: tuple[str, ...]
 
 
-def latest_version() -> int:
-    found = procedures.migrations()
-    return found[-1][0] if found else BASELINE_VERSION
-
-
 def init_schema(conn: psycopg.Connection, partitions: int | None = None) -> SchemaReport:
     """Create or upgrade the schema; add partitions up to ``partitions`` (default: keep, or 8)."""
     with conn.transaction():

@@ -143,9 +143,6 @@ class IngestConfig:
         """How long a batch waits for a database that went away (``--reconnect-timeout``)."""
         return ReconnectPolicy(timeout=self.reconnect_timeout)
 
-    @property
-    def retention_cutoff_known(self) -> bool:
-        return self.history is not None or self.max_rows is not None
 
 
 def _inside(child: Path, parent: Path) -> bool:

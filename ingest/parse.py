@@ -133,7 +133,7 @@ def apply(df: DataFrame, steps: list[Step]) -> DataFrame:
 
 
 def parse_steps(stream: str) -> list[Step]:
-    """``parse_parquet`` or ``parse_text`` as steps."""
+    """Parsing a batch of this stream (Parquet or text) as steps."""
     return _parquet_steps() if stream == "parquet" else _text_steps()
 
 
@@ -244,14 +244,10 @@ def _parse_ts(ts_s: Column) -> Column:
     return F.when(usable, parsed)
 
 
-def parse_parquet(df: DataFrame) -> DataFrame:
+def _parquet_steps() -> list[Step]:
     """Typed Parquet rows -> the columns of ``parse_text`` but ``raw``, which ``batch_output``
     renders as JSON for rejected rows only (``_raw``). The reason is staged in a projection
     of its own: repeated in the detail, Spark evaluated every rule twice per row."""
-    return apply(df, _parquet_steps())
-
-
-def _parquet_steps() -> list[Step]:
     uuid = F.col("uuid")
     missing = (
         F.when(uuid.isNull() | (uuid == F.lit("")), F.lit("uuid"))
@@ -363,14 +359,6 @@ def good_rows(df: DataFrame, partitions: int) -> DataFrame:
         keyed.groupBy("part", "uuid", "ts")
         .agg(F.min("val").alias("val"), F.count(F.lit(1)).alias("copies"))
         .select("part", "uuid", "val", "ts", "copies")
-    )
-
-
-def bad_rows(df: DataFrame) -> DataFrame:
-    """Rejected rows for the dead-letter table: ``source, reason, detail, raw``."""
-    return df.where(F.col("reason").isNotNull()).select(
-        "source", "reason", _clean(F.col("detail")).alias("detail"),
-        _raw("raw" in df.columns).alias("raw"),
     )
 
 

@@ -204,13 +204,6 @@ def list_jobs(dsn: str) -> list[JobInfo]:
         return sorted((_info(j) for j in scheduler.get_jobs()), key=lambda j: j.name)
 
 
-def get_job(dsn: str, name: str) -> JobInfo:
-    for info in list_jobs(dsn):
-        if info.name == name:
-            return info
-    raise _not_found(name)
-
-
 def remove_job(dsn: str, name: str) -> None:
     """Remove job ``name`` (and its retention_settings row, if it is a retention job)."""
     with job_store(dsn) as scheduler:
