@@ -31,7 +31,7 @@ def pg_ctl(args: list[str], pgdata: Path, user: str | None, timeout: float | Non
     """Run pgserver's bundled ``pg_ctl -D pgdata args`` (``subprocess.CalledProcessError`` when
     it fails, ``PgCtlUnavailable`` when this pgserver has none); its output."""
     try:
-        from pgserver._commands import pg_ctl as bundled
+        from pgserver._commands import pg_ctl as bundled  # type: ignore[attr-defined]
     except ImportError as exc:
         raise PgCtlUnavailable(f"pgserver has no _commands.pg_ctl ({exc})") from None
     return bundled(args, pgdata=pgdata, user=user, timeout=timeout)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from db.errors import ConfigError, DatabaseUnavailable, SchemaMissing, SlidewinError
 
 
@@ -43,8 +45,10 @@ def spark_error_text(exc: BaseException) -> str:
     return first_line(text.split(" SQLSTATE:")[0])
 
 
-def _chain_messages(java: object, limit: int = 10) -> list[str]:
-    messages, current = [], java
+def _chain_messages(java: Any, limit: int = 10) -> list[str]:
+    """A Java throwable's messages down its cause chain (``java`` is a py4j proxy)."""
+    messages: list[str] = []
+    current = java
     while current is not None and len(messages) < limit:
         message = current.getMessage()
         messages.append(" ".join(str(message).split()) if message is not None else "")

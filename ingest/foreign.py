@@ -53,7 +53,7 @@ def check(path: str) -> FileCheck:
     return FileCheck(path, "ok")
 
 
-def _mismatch(name: str, column: object | None) -> str:
+def _mismatch(name: str, column: pq.ColumnSchema | None) -> str:
     if column is None:
         return f"no column {name}"
     if column.max_repetition_level:  # a list: not a flat column

@@ -108,7 +108,7 @@ class LandingSweep:
 
     def _files(self, stream: str) -> list[Path]:
         if stream == "parquet":
-            extensions = ("parquet",)
+            extensions: tuple[str, ...] = ("parquet",)
         else:
             extensions = TEXT_EXTENSIONS.get(self.config.format, TEXT_EXTENSIONS["auto"])
         suffixes = tuple(f".{ext}" for ext in extensions)

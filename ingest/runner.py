@@ -148,7 +148,7 @@ def _wait(
     while not stop.is_set() and any(q.isActive for q in queries):
         for q, handler in pairs:
             with contextlib.suppress(StreamingQueryException):  # raised again just below
-                q.awaitTermination(0.5)
+                q.awaitTermination(0.5)  # type: ignore[arg-type]  # seconds, a float in PySpark
             _check(q, handler, stop, reconnect)
     for q, handler in pairs:  # a stream that failed as the last one ended
         _check(q, handler, stop, reconnect)

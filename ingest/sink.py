@@ -170,7 +170,8 @@ def _write_chunks(
 ) -> _Written:
     """Write each chunk while the next one is computed (at most one write in flight, so the
     writer thread is the only one that touches the tally until the end)."""
-    tally, paths, accepted, compute_s = _Tally(), [], 0, 0.0
+    tally, accepted, compute_s = _Tally(), 0, 0.0
+    paths: list[str] = []
     source, pending = iter(chunks), None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slidewin-sink") as pool:
         try:
@@ -232,8 +233,8 @@ def _finish(
 ) -> BatchResult:
     tally = written.tally
     max_ts = tally.max_ts
-    newest = conn.execute("SELECT slidewin.ingest_advance(%s, %s)", (state_key, max_ts))
-    newest = newest.fetchone()[0]
+    row = conn.execute("SELECT slidewin.ingest_advance(%s, %s)", (state_key, max_ts)).fetchone()
+    newest = row[0] if row else None
     nibbled = nibble_written(conn, tally.parts, newest, inline) if inline else 0
     result = BatchResult(
         query_id=query_id,

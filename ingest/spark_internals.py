@@ -96,7 +96,8 @@ def arrow_batch_rdd(df: DataFrame) -> ArrowBatchRdd:
     try:
         rdd = getattr(df._jdf, ARROW_BATCH_RDD)()
         files = [_split_files(partition) for partition in rdd.partitions()]
-        jrdd, jsc, run_job = rdd.toJavaRDD(), sc._jsc.sc(), sc._jvm.PythonRDD.runJob
+        jvm: Any = sc._jvm
+        jrdd, jsc, run_job = rdd.toJavaRDD(), sc._jsc.sc(), jvm.PythonRDD.runJob
     except Py4JJavaError:
         raise  # Spark itself failed: not a missing API
     except (Py4JError, AttributeError) as exc:
@@ -175,7 +176,8 @@ def use_plain_checkpoint_files(spark: SparkSession) -> str | None:
     None when this Spark has none of ``CHECKPOINT_MANAGERS`` (Spark's default stays)."""
     for name in CHECKPOINT_MANAGERS:
         try:
-            spark._jvm.java.lang.Class.forName(name)
+            jvm: Any = spark._jvm
+            jvm.java.lang.Class.forName(name)
         except Exception:  # noqa: S112 - not in this Spark version; try the next name
             continue
         spark.conf.set(CHECKPOINT_MANAGER_SETTING, name)

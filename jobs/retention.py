@@ -102,10 +102,13 @@ class NibblePool:
         """``fn(conn, part)`` for every part; waits for all of them even when one fails, so
         no nibble of this round is still running once the round releases its lock."""
         futures = [
-            self._executor.submit(lambda p=part: fn(self._conns.get(), p)) for part in parts
+            self._executor.submit(self._call, fn, part) for part in parts
         ]
         wait(futures)
         return [f.result() for f in futures]
+
+    def _call(self, fn: Callable[[psycopg.Connection, int], T], part: int) -> T:
+        return fn(self._conns.get(), part)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -91,7 +91,7 @@ class BackgroundVacuum:
     def __init__(self, dsn: str, *, min_dead: int = MIN_DEAD,
                  fraction: float = DEAD_FRACTION) -> None:
         self._dsn = dsn
-        self._args = {"min_dead": min_dead, "fraction": fraction}
+        self._min_dead, self._fraction = min_dead, fraction
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -136,7 +136,7 @@ class BackgroundVacuum:
 
     def _pass(self, conn: psycopg.Connection) -> None:
         began = time.monotonic()
-        done = vacuum_due(conn, **self._args)
+        done = vacuum_due(conn, min_dead=self._min_dead, fraction=self._fraction)
         with self._lock:
             self._done.extend(done)
             self._ms += (time.monotonic() - began) * 1000.0

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psutil
@@ -46,6 +47,9 @@ from db.scratch import scratch_database
 from ingest.config import DEFAULT_MAX_FILES, IngestConfig
 from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
 from ingest.sink import BatchResult, insert_arrow_events
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 FILE_EXT = {"parquet": "parquet", "json": "jsonl", "csv": "csv"}
 
@@ -157,10 +161,10 @@ class RssSampler:
 # ---------------------------------------------------------------- (b) end to end
 
 
-def ingest_config(work: Path, name: str, opts: BenchOptions, **kw: object) -> IngestConfig:
+def ingest_config(work: Path, name: str, opts: BenchOptions, **kw: Any) -> IngestConfig:
     land = work / name
     land.mkdir(parents=True, exist_ok=True)
-    base = {
+    base: dict[str, Any] = {
         "landing": land,
         "checkpoint_dir": work / f"{name}-checkpoints",
         "archive_dir": work / f"{name}-archive",
@@ -176,8 +180,8 @@ def ingest_config(work: Path, name: str, opts: BenchOptions, **kw: object) -> In
 
 
 def end_to_end(
-    spark: object, dsn: str, config: IngestConfig, progress: Callable[[str], None]
-) -> dict[str, float]:
+    spark: SparkSession | None, dsn: str, config: IngestConfig, progress: Callable[[str], None]
+) -> dict[str, Any]:
     """A ``--once`` run over what is in the landing dir: events/s from the query's start to
     the last commit, and the steady rate after the first batch (which pays Spark's warm-up)."""
     prepared = preflight(config, dsn)
@@ -206,7 +210,7 @@ def end_to_end(
 
 
 def freshness(
-    spark: object,
+    spark: SparkSession | None,
     dsn: str,
     config: IngestConfig,
     opts: BenchOptions,
@@ -214,7 +218,9 @@ def freshness(
 ) -> list[float]:
     """Seconds from each file's rename to its event second showing in the rollups."""
     prepared: Prepared = preflight(config, dsn)
-    stop, appeared, seen = threading.Event(), {}, {}
+    stop = threading.Event()
+    appeared: dict[datetime, float] = {}
+    seen: dict[datetime, float] = {}
     runner = threading.Thread(target=run, args=(prepared, dsn, progress, stop, spark), daemon=True)
     runner.start()
     time.sleep(3.0)  # let the query start before the first file lands

@@ -227,7 +227,9 @@ SELECT count(*), coalesce(sum(rounds), 0),
 def _job_totals(dsn: str) -> dict[str, Any]:
     """What the retention job recorded: runs, rounds, busy time, vacuums (see job_runs)."""
     with connect(dsn, autocommit=True) as conn:
-        runs, rounds, vacuum_ms, vacuums, busy_s = conn.execute(JOB_TOTALS_SQL).fetchone()
+        row = conn.execute(JOB_TOTALS_SQL).fetchone()
+    assert row is not None  # an aggregate: always one row
+    runs, rounds, vacuum_ms, vacuums, busy_s = row
     return {"job_runs": runs, "rounds": int(rounds), "vacuums": int(vacuums),
             "vacuum_s": round(float(vacuum_ms) / 1000, 2), "job_busy_s": round(float(busy_s), 2)}
 

@@ -4,8 +4,6 @@ here in one list (``root`` holds the group and its error display, ``options`` th
 
 from __future__ import annotations
 
-import sys
-
 from client.cli import bench, client, db, demo, ingest, jobs, query
 from client.cli.root import SlidewinGroup, cli
 
@@ -30,4 +28,4 @@ __all__ = ["SlidewinGroup", "cli", "main"]
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -78,7 +78,9 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: Any) -> ClientConfig:
     """ClientConfig from parsed options (durations arrive as timedelta)."""
-    secs = {k: v.total_seconds() if isinstance(v, timedelta) else v for k, v in opts.items()}
+    secs: dict[str, Any] = {
+        k: v.total_seconds() if isinstance(v, timedelta) else v for k, v in opts.items()
+    }
     return ClientConfig(
         landing=Path(landing) if landing else app.data_dir / "landing",
         displayinterval=secs["displayinterval"],

@@ -92,7 +92,8 @@ class StoreWatch:
         self.lock = threading.Lock()
         with self.conn.transaction():
             self._read_at, self.totals.rows = self._snapshot()
-            self._dead_cursor = int(self.conn.execute(LAST_DEAD_LETTER_SQL).fetchone()[0])
+            row = self.conn.execute(LAST_DEAD_LETTER_SQL).fetchone()
+            self._dead_cursor = int(row[0]) if row else 0
             for qid, bid, *_rest, committed in self.conn.execute(BATCHES_SQL, (self._read_at,)):
                 self._seen[(qid, bid)] = committed
         self.totals.at_mono = time.monotonic()
@@ -122,15 +123,13 @@ class StoreWatch:
 
     def _new_batches(self, read_at: datetime) -> int:
         accepted = 0
-        for qid, bid, acc, _rej, dup, committed in self.conn.execute(
-            BATCHES_SQL, (self._read_at,)
-        ):
+        since = self._read_at or read_at  # the previous read (set when the watch began)
+        for qid, bid, acc, _rej, dup, committed in self.conn.execute(BATCHES_SQL, (since,)):
             if (qid, bid) not in self._seen:
                 self._seen[(qid, bid)] = committed
                 accepted += int(acc)
                 self.totals.duplicates += int(dup)
-        horizon = self._read_at
-        for key in [k for k, c in self._seen.items() if (horizon - c).total_seconds() > 120]:
+        for key in [k for k, c in self._seen.items() if (since - c).total_seconds() > 120]:
             del self._seen[key]
         self.totals.ingested += accepted
         return accepted
