@@ -86,14 +86,19 @@ def markers(conn):
     ).fetchall()
 
 
-def test_duplicates_within_across_files_and_replays(spark, store_dsn, iconn, tmp_path):
+def three_batches_and_a_replay(spark, dsn: str, iconn, tmp_path: Path, after_first=None) -> set:
+    """Three batches -- duplicates within a file, across files, a re-sent file -- then Spark
+    replays the last: rows, rollups and batch markers are exact and the replay is a no-op.
+    ``after_first`` checks more after the first run. Returns the stored truth."""
     land = tmp_path / "landing"
     land.mkdir()
     first = [event("a", 1, 0), event("a", 1, 0), event("b", 2, 1)]
     second = [event("a", 1, 0), event("c", 3, 2)]
     files = files_in_order(land, [first, second, first])  # the third is a re-sent copy
-    ingest_once(spark, store_dsn, tmp_path)
+    ingest_once(spark, dsn, tmp_path)
     truth = truth_from_jsonl(files)
+    if after_first is not None:
+        after_first()
     assert stored_rows(iconn) == truth and len(truth) == 3
     assert stored_rollups(iconn) == truth_rollups(truth, 8)
     assert markers(iconn) == [(0, 3, 2, 1, 0), (1, 2, 1, 1, 0), (2, 3, 0, 3, 0)]
@@ -101,9 +106,14 @@ def test_duplicates_within_across_files_and_replays(spark, store_dsn, iconn, tmp
     # runs the batch again on restart: the marker makes it a no-op
     for name in ("2", ".2.crc"):
         (tmp_path / "cp" / "text" / "commits" / name).unlink(missing_ok=True)
-    lines = ingest_once(spark, store_dsn, tmp_path)
+    lines = ingest_once(spark, dsn, tmp_path)
     assert sum("batch 2: already committed, skipped" in line for line in lines) == 1
     assert stored_rows(iconn) == truth
+    return truth
+
+
+def test_duplicates_within_across_files_and_replays(spark, store_dsn, iconn, tmp_path):
+    truth = three_batches_and_a_replay(spark, store_dsn, iconn, tmp_path)
     # a new checkpoint on the same store reads every file again: all duplicates, nothing new
     ingest_once(spark, store_dsn, tmp_path, checkpoint_dir=tmp_path / "cp2")
     assert stored_rows(iconn) == truth

@@ -15,12 +15,16 @@ from tests.ingest_fixtures import (
     clean_ingest_state,
     event,
     spark_session,
-    stored_rollups,
     stored_rows,
     truth_from_jsonl,
-    truth_rollups,
 )
-from tests.test_ingest_stream import files_in_order, ingest_once, markers, write_files
+from tests.test_ingest_stream import (
+    files_in_order,
+    ingest_once,
+    markers,
+    three_batches_and_a_replay,
+    write_files,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -66,23 +70,11 @@ def test_without_the_pull_the_ingest_stores_everything_exactly_once(
     """The first batch tries the pull, rolls back and is read file by file; later batches go
     file by file at once. Rows, rollups and batch markers are those of a run with the pull
     (test_ingest_stream.test_duplicates_within_across_files_and_replays)."""
-    land = tmp_path / "landing"
-    land.mkdir()
-    first = [event("a", 1, 0), event("a", 1, 0), event("b", 2, 1)]
-    second = [event("a", 1, 0), event("c", 3, 2)]
-    files = files_in_order(land, [first, second, first])  # the third is a re-sent copy
-    ingest_once(spark, store_dsn, tmp_path)
-    truth = truth_from_jsonl(files)
-    assert pulls == ["unavailable"]
-    assert stored_rows(iconn) == truth and len(truth) == 3
-    assert stored_rollups(iconn) == truth_rollups(truth, 8)
-    assert markers(iconn) == [(0, 3, 2, 1, 0), (1, 2, 1, 1, 0), (2, 3, 0, 3, 0)]
-    # a replay of the last batch is still a no-op
-    for name in ("2", ".2.crc"):
-        (tmp_path / "cp" / "text" / "commits" / name).unlink(missing_ok=True)
-    lines = ingest_once(spark, store_dsn, tmp_path)
-    assert sum("batch 2: already committed, skipped" in line for line in lines) == 1
-    assert stored_rows(iconn) == truth
+
+    def tried_once():
+        assert pulls == ["unavailable"]
+
+    three_batches_and_a_replay(spark, store_dsn, iconn, tmp_path, after_first=tried_once)
 
 
 def test_without_the_pull_parquet_files_are_read_file_by_file(
