@@ -26,6 +26,8 @@ BASELINE: tuple[str, ...] = (
     "functions/check_partition.sql",
     "functions/check_chunk.sql",
     "functions/check_window.sql",
+    "functions/check_cutoff.sql",
+    "functions/check_target_rows.sql",
     "functions/rollups_add.sql",
     "functions/rollups_subtract.sql",
     "triggers/rollups_on_insert.sql",

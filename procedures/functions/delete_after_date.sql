@@ -7,11 +7,7 @@ RETURNS bigint
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF p_cutoff IS NULL THEN
-        RAISE EXCEPTION 'p_cutoff must be a timestamp, got NULL'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'e.g. now() - interval ''30 seconds''';
-    END IF;
+    PERFORM slidewin.check_cutoff(p_cutoff);
     RETURN slidewin.nibble(p_part, p_cutoff, NULL, p_chunk);
 END
 $$;

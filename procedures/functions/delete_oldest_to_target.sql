@@ -7,10 +7,7 @@ RETURNS bigint
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF p_target_rows IS NULL OR p_target_rows < 0 THEN
-        RAISE EXCEPTION 'p_target_rows must be >= 0, got %', coalesce(p_target_rows::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM slidewin.check_target_rows(p_target_rows);
     RETURN slidewin.nibble(p_part, NULL, p_target_rows, p_chunk);
 END
 $$;

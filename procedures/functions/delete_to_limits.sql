@@ -7,14 +7,8 @@ RETURNS bigint
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF p_cutoff IS NULL THEN
-        RAISE EXCEPTION 'p_cutoff must be a timestamp, got NULL'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF p_target_rows IS NULL OR p_target_rows < 0 THEN
-        RAISE EXCEPTION 'p_target_rows must be >= 0, got %', coalesce(p_target_rows::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM slidewin.check_cutoff(p_cutoff);
+    PERFORM slidewin.check_target_rows(p_target_rows);
     RETURN slidewin.nibble(p_part, p_cutoff, p_target_rows, p_chunk);
 END
 $$;
