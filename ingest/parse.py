@@ -161,7 +161,10 @@ def _text_steps() -> list[Step]:
     is_csv = F.lower(F.col("source")).endswith(F.lit(".csv"))
     trimmed = F.trim(F.col("raw"))
     bare = F.regexp_replace(trimmed, "[\\s\ufeff]", "")  # a byte-order mark, too
-    header = is_csv & (F.lower(bare) == F.lit("uuid,val,ts"))
+    # the regular expression only for lines that can be the header (it holds a "v"): for a line
+    # of hex uuid, digits and ISO time it cost a fifth of the plan's CPU
+    maybe_header = trimmed.contains("v") | trimmed.contains("V")
+    header = is_csv & maybe_header & (F.lower(bare) == F.lit("uuid,val,ts"))
     keep = (trimmed != F.lit("")) & ~header
     parsed = F.when(is_csv, F.from_csv("raw", FIELDS_DDL, CSV_OPTIONS)).otherwise(
         F.from_json("raw", FIELDS_DDL, JSON_OPTIONS)
@@ -185,7 +188,8 @@ def _validate_text() -> list[Step]:
     # an odd number of quotes: one line of a CSV record whose quoted field holds a line break;
     # read line by line, its pieces would be half rows under a wrong key (counted only in
     # lines that hold a quote at all)
-    quotes = F.length(raw) - F.length(F.replace(raw, F.lit('"'), F.lit("")))
+    # (bytes, not characters: a quote is one byte, and a byte count needs no scan)
+    quotes = F.octet_length(raw) - F.octet_length(F.replace(raw, F.lit('"'), F.lit("")))
     rules: list[Rule] = [
         (_mangled(corrupt, uuid, val_s, ts_s), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
         (raw.contains(NUL), "malformed", F.lit("line holds a NUL byte")),
@@ -239,7 +243,10 @@ def _parse_ts(ts_s: Column) -> Column:
     years 0001-9999; NULL otherwise. Spark's parser stops at a NUL and ignores the rest, so a
     ts holding one is refused here rather than stored as a prefix of itself."""
     millis = F.when(ts_s.rlike(r"^-?\d{1,15}$"), F.timestamp_millis(ts_s.try_cast("bigint")))
-    parsed = F.when(ts_s.rlike(r"^-?\d+$"), millis).otherwise(F.try_to_timestamp(ts_s))
+    # digits only: epoch milliseconds; an ISO time holds a ":", which spares the regular
+    # expression for almost every row
+    digits = ~ts_s.contains(":") & ts_s.rlike(r"^-?\d+$")
+    parsed = F.when(digits, millis).otherwise(F.try_to_timestamp(ts_s))
     usable = ~ts_s.contains(NUL) & parsed.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS))
     return F.when(usable, parsed)
 
