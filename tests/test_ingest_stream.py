@@ -175,6 +175,8 @@ def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
     land.mkdir()
     write_lines(land, "mixed.jsonl", [*BAD_JSON, "", *GOOD_JSON])
     write_lines(land, "rows.csv", ["uuid,val,ts", *BAD_CSV, '"c,5",5,2026-01-01T12:00:03Z'])
+    # a header with a byte-order mark, spaces and capitals is a header too; epoch ms in CSV
+    write_lines(land, "more.CSV", ["\ufeff UUID , Val ,\tTS ", "v6,6,1767268804000"])
     ingest_once(spark, store_dsn, tmp_path, format="auto", max_files_per_trigger=10)
     dead = iconn.execute("SELECT source, raw, reason FROM slidewin.dead_letters").fetchall()
     want = {("mixed.jsonl", raw, why) for raw, why in BAD_JSON.items()}
@@ -189,6 +191,7 @@ def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
         "g4": (4, timedelta(seconds=2)),
         "g5": (5, timedelta(minutes=3)),
         "c,5": (5, timedelta(seconds=3)),
+        "v6": (6, timedelta(seconds=4)),
     }
     assert stored_rollups(iconn) == truth_rollups(rows, 8)
 
