@@ -9,7 +9,7 @@ import click
 
 from client.bench.queries import QueryBenchSpec, format_table, run_query_bench
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, json_option
+from client.cli.options import COUNT, json_option, keep_option
 from client.cli.root import SlidewinCommand
 from db.limits import MAX_CHUNK, MAX_PARTITIONS
 from db.signals import handling
@@ -34,7 +34,7 @@ from db.signals import handling
               help="Rows per COPY in the index-cost comparison (0 skips it).")
 @click.option("--copy-rounds", type=click.IntRange(1), default=3, show_default=True,
               help="Rounds of the index-cost comparison (the median is reported).")
-@click.option("--keep", is_flag=True, help="Keep the benchmark database instead of dropping it.")
+@keep_option()
 @json_option()
 @pass_app
 def bench_queries(app: AppContext, as_json: bool, **options: object) -> None:

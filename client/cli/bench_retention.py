@@ -8,7 +8,7 @@ import click
 
 from client.bench.retention import RetentionBenchSpec, run_retention_bench
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
+from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, keep_option
 from client.cli.root import SlidewinCommand
 from db.limits import MAX_PARTITIONS
 
@@ -31,7 +31,7 @@ from db.limits import MAX_PARTITIONS
               help="Partitions the retention job nibbles at once.")
 @click.option("--batch-ms", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="One COPY every this many milliseconds.")
-@click.option("--keep", is_flag=True, help="Keep the benchmark database instead of dropping it.")
+@keep_option()
 @json_option()
 @pass_app
 def bench_retention(

@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
+from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinCommand
 from client.sim.config import DELETERS, ClientConfig
 from client.sim.generator import FORMATS
@@ -60,9 +60,7 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Directory the events are written to (default: <data dir>/landing)."),
     click.option("--format", "fmt", type=click.Choice(FORMATS), default="csv",
                  show_default=True, help="File format of the events."),
-    click.option("--reconnect-timeout", type=DURATION, default="3m", show_default=True,
-                 help="How long to wait for a database that went away (restart, dropped "
-                 "connection) before giving up; 0 fails at once."),
+    reconnect_timeout_option(),
     click.option("--view", type=click.Choice(["auto", "live", "plain"]), default="auto",
                  show_default=True, help="Live view on a terminal (auto), or plain lines."),
     json_option("End with the final summary as one JSON object on stdout."),

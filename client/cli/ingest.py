@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, json_option
+from client.cli.options import COUNT, DURATION, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinCommand
 from db.limits import MAX_CHUNK
 from db.signals import stop_on_signals
@@ -58,10 +58,7 @@ from ingest.progress import Totals
 @click.option("--spark-ui", is_flag=True, help="Start the Spark web UI (off by default).")
 @click.option("--query-id", default="ingest", show_default=True,
               help="Name of this ingest: batch markers, stream state and checkpoints use it.")
-@click.option("--reconnect-timeout", type=DURATION, default="3m", show_default=True,
-              help="How long to wait for a database that went away (restart, dropped "
-              "connection) before giving up; the batch is then written again, exactly once. "
-              "0 fails at once.")
+@reconnect_timeout_option("the batch is then written again, exactly once. 0 fails at once.")
 @json_option("Print the run's totals as one JSON line.")
 @pass_app
 def ingest_command(

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, DURATION_MS, json_option
+from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinGroup
 from db.reconnect import ReconnectPolicy
 from db.retention_settings import DEFAULT_NAME
@@ -47,9 +47,7 @@ def jobs() -> None:
     default=None,
     help="Stop after this long (e.g. 30s); default: run until Ctrl-C or SIGTERM.",
 )
-@click.option("--reconnect-timeout", type=DURATION, default="3m", show_default=True,
-              help="How long to wait for a database that went away (restart, dropped "
-              "connection) before giving up; 0 fails at once.")
+@reconnect_timeout_option()
 @pass_app
 def jobs_run(app: AppContext, duration: timedelta | None, reconnect_timeout: timedelta) -> None:
     """Run the stored jobs: the long-running scheduler.

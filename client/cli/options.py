@@ -65,3 +65,20 @@ def json_option(help: str = "End with one JSON object on stdout.") -> Callable[[
     """``--json`` (parameter ``as_json``): the command ends stdout with one JSON object, which
     the error display also honours (see ``client.cli.root.SlidewinCommand``)."""
     return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def reconnect_timeout_option(then: str = "0 fails at once.") -> Callable[[Any], Any]:
+    """``--reconnect-timeout`` (see ``db.reconnect``); ``then`` says what the command does once
+    the database is back."""
+    return click.option(
+        "--reconnect-timeout", type=DURATION, default="3m", show_default=True,
+        help="How long to wait for a database that went away (restart, dropped connection) "
+        f"before giving up; {then}",
+    )
+
+
+def keep_option() -> Callable[[Any], Any]:
+    """``--keep``: a benchmark keeps its scratch database for a look afterwards."""
+    return click.option(
+        "--keep", is_flag=True, help="Keep the benchmark database instead of dropping it."
+    )
