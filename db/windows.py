@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import psycopg
@@ -48,6 +48,124 @@ def stream_time(conn: psycopg.Connection) -> datetime | None:
     """The newest second holding retained events, or None when the store is empty."""
     row = conn.execute("SELECT slidewin.stream_time()").fetchone()
     return row[0] if row else None
+
+
+@dataclass(frozen=True)
+class Window:
+    """One time window: ``[start, end)`` for tumbling and hopping windows; for sliding windows
+    both ends are inclusive seconds (``end`` is the second the window ends with)."""
+
+    start: datetime
+    end: datetime
+    n: int
+    total: Decimal | None
+    vmin: int | None
+    vmax: int | None
+    avg: float | None
+    final: bool  # no event the ingest can still accept falls in it
+    partial: bool  # retention has already deleted events at or after its start
+
+
+@dataclass(frozen=True)
+class CountWindow:
+    """One count window: ``number`` 1 is the newest ``size`` events; start/end are the oldest and
+    newest event times in it."""
+
+    number: int
+    start: datetime
+    end: datetime
+    n: int
+    total: Decimal
+    vmin: int
+    vmax: int
+    avg: float
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """How complete an answer over a range is (``slidewin.window_status``)."""
+
+    stream_time: datetime | None  # newest second holding events
+    complete_up_to: datetime | None  # the watermark: windows ending at or before it are final
+    retired_through: datetime | None  # windows starting at or before it are partial
+    late: int  # events rejected as late whose event time lies in the range
+
+
+_WINDOW_COLUMNS = "window_start, window_end, n, total, vmin, vmax, avg, final, partial"
+
+
+def _windows(conn: psycopg.Connection, call: str, args: tuple[object, ...]) -> list[Window]:
+    with procedure_errors():
+        rows = conn.execute(f"SELECT {_WINDOW_COLUMNS} FROM slidewin.{call}", args).fetchall()
+    return [Window(*row) for row in rows]
+
+
+def tumbling(
+    conn: psycopg.Connection, size: timedelta, start: datetime, end: datetime
+) -> list[Window]:
+    """Tumbling windows of ``size`` starting in ``[start, end)``, those that hold events."""
+    return _windows(conn, "tumbling(%s, %s, %s)", (size, start, end))
+
+
+def hopping(
+    conn: psycopg.Connection, size: timedelta, advance: timedelta, start: datetime, end: datetime
+) -> list[Window]:
+    """Hopping windows of ``size`` every ``advance`` starting in ``[start, end)``."""
+    return _windows(conn, "hopping(%s, %s, %s, %s)", (size, advance, start, end))
+
+
+def sliding(
+    conn: psycopg.Connection, size: timedelta, start: datetime, end: datetime
+) -> list[Window]:
+    """The window ``[t - size, t]`` (inclusive seconds) for each second t in ``[start, end)``
+    holding events."""
+    return _windows(conn, "sliding(%s, %s, %s)", (size, start, end))
+
+
+def windows_at(
+    conn: psycopg.Connection, size: timedelta, advance: timedelta, at: datetime
+) -> list[Window]:
+    """Every window of ``size`` every ``advance`` holding ``at``, oldest first (Faust's lookups;
+    empty windows included with n = 0)."""
+    return _windows(conn, "windows_at(%s, %s, %s)", (size, advance, at))
+
+
+def current(
+    conn: psycopg.Connection,
+    size: timedelta,
+    advance: timedelta,
+    at: datetime,
+    delta: timedelta = timedelta(0),
+) -> Window:
+    """Faust's ``current()`` (the newest window holding ``at``) or, with ``delta``, its
+    ``delta(d)``: the newest window holding ``at - delta``."""
+    return windows_at(conn, size, advance, at - delta)[-1]
+
+
+def count_windows(
+    conn: psycopg.Connection, size: int, advance: int | None = None, rows: int | None = None
+) -> list[CountWindow]:
+    """Windows of ``size`` events every ``advance`` events over the newest ``rows`` events
+    (defaults: tumbling, one window: the last ``size`` events)."""
+    with procedure_errors():
+        found = conn.execute(
+            "SELECT window_no, window_start, window_end, n, total, vmin, vmax, avg "
+            "FROM slidewin.count_windows(%s, %s, %s)",
+            (size, advance, rows),
+        ).fetchall()
+    return [CountWindow(*row) for row in found]
+
+
+def status(conn: psycopg.Connection, start: datetime, end: datetime) -> Completeness:
+    """Stream time, watermark, retention cut and late events for ``[start, end)``."""
+    row = conn.execute(
+        "SELECT stream_time, complete_up_to, retired_through, late "
+        "FROM slidewin.window_status(%s, %s)",
+        (start, end),
+    ).fetchone()
+    assert row is not None
+    return Completeness(row[0], row[1], row[2], int(row[3]))
+
 
 
 SQL_FOR_PSQL = """\

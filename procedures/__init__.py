@@ -16,9 +16,13 @@ BASELINE: tuple[str, ...] = (
     "tables/config.sql",
     "tables/events.sql",
     "tables/rollups.sql",
+    "functions/rollup_grains.sql",
+    "functions/grain_floor.sql",
+    "tables/rollups_coarse.sql",
     "tables/dead_letters.sql",
     "tables/ingest_batches.sql",
     "tables/retention_settings.sql",
+    "tables/retention_state.sql",
     "functions/partition_of.sql",
     "functions/partition_of_current.sql",
     "functions/partition_keys.sql",
@@ -28,6 +32,8 @@ BASELINE: tuple[str, ...] = (
     "functions/check_window.sql",
     "functions/check_cutoff.sql",
     "functions/check_target_rows.sql",
+    "functions/rollups_coarse_add.sql",
+    "functions/rollups_coarse_subtract.sql",
     "functions/rollups_add.sql",
     "functions/rollups_subtract.sql",
     "triggers/rollups_on_insert.sql",
@@ -44,6 +50,8 @@ BASELINE: tuple[str, ...] = (
     "functions/insert_event.sql",
     "functions/insert_and_delete_after_date.sql",
     "functions/insert_and_delete_oldest_to_target.sql",
+    "functions/rollup_range.sql",
+    "functions/rollup_buckets.sql",
     "functions/window_summary.sql",
     "functions/window_avg.sql",
     "functions/window_max.sql",
@@ -55,7 +63,7 @@ BASELINE: tuple[str, ...] = (
 
 # Areas with SQL of their own; each folder's ``order.txt`` lists its files, one per line, in the
 # order to apply them (after BASELINE). Every file there is idempotent too.
-AREAS: tuple[str, ...] = ("ingest", "jobs", "client")
+AREAS: tuple[str, ...] = ("ingest", "jobs", "client", "windows")
 
 
 def area_files(area: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""Promise 1, checkable: every rollup row equals the aggregates of the raw rows still there."""
+"""Promise 1, checkable: every rollup row -- per second and per coarse grain (10 s, 1 min, 1 h)
+-- equals the aggregates of the raw rows still there."""
 
 from __future__ import annotations
 
@@ -6,16 +7,19 @@ import psycopg
 
 DRIFT_SQL = """
 WITH truth AS (
-    SELECT date_trunc('second', ts, 'UTC') AS sec, part, count(*) AS n, sum(val) AS total,
-           min(val) AS vmin, max(val) AS vmax
-      FROM slidewin.events GROUP BY 1, 2
+    SELECT g AS grain, slidewin.grain_floor(ts, g) AS sec, part, count(*) AS n,
+           sum(val) AS total, min(val) AS vmin, max(val) AS vmax
+      FROM slidewin.events CROSS JOIN unnest(ARRAY[1] || slidewin.rollup_grains()) AS g
+     GROUP BY 1, 2, 3
 ), kept AS (
-    SELECT sec, part, n, total, vmin, vmax FROM slidewin.rollups
+    SELECT 1 AS grain, sec, part, n, total, vmin, vmax FROM slidewin.rollups
+    UNION ALL
+    SELECT grain, bucket, part, n, total, vmin, vmax FROM slidewin.rollups_coarse
 )
 SELECT 'missing or wrong in rollups' AS problem, * FROM (TABLE truth EXCEPT TABLE kept) a
 UNION ALL
 SELECT 'extra or wrong in rollups', * FROM (TABLE kept EXCEPT TABLE truth) b
-ORDER BY sec, part
+ORDER BY grain, sec, part
 LIMIT 20
 """
 

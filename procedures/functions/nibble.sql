@@ -24,6 +24,7 @@ DECLARE
     v_ctids   tid[];
     v_deleted bigint;
     v_from    timestamptz;
+    v_retired timestamptz;
     v_seqscan text := current_setting('enable_seqscan');
 BEGIN
     PERFORM slidewin.check_partition(p_part);
@@ -65,11 +66,16 @@ BEGIN
     -- grow with the partition, not the chunk: promise 5.) The partition's own rollup triggers
     -- keep the rollups exact, as for any statement naming a partition.
     PERFORM set_config('enable_seqscan', 'off', true);
-    EXECUTE format('DELETE FROM slidewin.%I WHERE ctid = ANY ($1)',
-                   slidewin.partition_name(p_part))
-        USING v_ctids;
-    GET DIAGNOSTICS v_deleted = ROW_COUNT;
+    EXECUTE format('WITH d AS (DELETE FROM slidewin.%I WHERE ctid = ANY ($1) RETURNING ts) '
+                   'SELECT count(*), max(ts) FROM d', slidewin.partition_name(p_part))
+        INTO v_deleted, v_retired USING v_ctids;
     PERFORM set_config('enable_seqscan', v_seqscan, true);
+    IF v_deleted > 0 THEN  -- what windows call `partial` (see slidewin.retention_state)
+        INSERT INTO slidewin.retention_state AS s (part, retired_through)
+        VALUES (p_part, v_retired)
+        ON CONFLICT (part) DO UPDATE
+           SET retired_through = greatest(s.retired_through, excluded.retired_through);
+    END IF;
     RETURN v_deleted;
 END
 $$;

@@ -1,7 +1,8 @@
 -- slidewin.rollups_add(...): merge per-(second, partition) aggregates of inserted rows.
 --
 -- Contract: arrays are parallel, one element per (sec, part); rows are upserted in (sec, part)
--- order so concurrent writers take row locks in one order and cannot deadlock each other.
+-- order so concurrent writers take row locks in one order and cannot deadlock each other; then
+-- the coarse grains (slidewin.rollups_coarse_add), in their own one order, always after seconds.
 -- Every insert also signals channel 'slidewin_rollups' with payload 'insert' (delivered at
 -- commit, once per transaction however many statements): watchers such as the client's max
 -- tracker LISTEN and query only after a change instead of polling the table 100 times a second.
@@ -21,6 +22,7 @@ BEGIN
            total = r.total + excluded.total,
            vmin = least(r.vmin, excluded.vmin),
            vmax = greatest(r.vmax, excluded.vmax);
+    PERFORM slidewin.rollups_coarse_add(p_sec, p_part, p_n, p_total, p_vmin, p_vmax);
     PERFORM pg_notify('slidewin_rollups', 'insert');
 END
 $$;

@@ -3,7 +3,8 @@
 --
 -- Algorithm: lock the affected rollup rows in (sec, part) order; subtract count and sum; drop
 -- seconds left empty; recompute min/max only for seconds whose extreme was among the deleted rows,
--- from that one second of that one partition (index range on the primary key) -- bounded work.
+-- from that one second of that one partition (index range on the primary key) -- bounded work;
+-- then the same for the coarse grains (slidewin.rollups_coarse_subtract), from the exact seconds.
 -- The lock is taken by its own statement so that, under READ COMMITTED, the statements after it
 -- see every concurrent insert that committed into those seconds while we waited.
 -- Signals channel 'slidewin_rollups' with payload 'delete' (see rollups_add), only when a second
@@ -57,6 +58,7 @@ BEGIN
           ) AS m
          WHERE r.sec = z.sec AND r.part = z.part;
     END IF;
+    PERFORM slidewin.rollups_coarse_subtract(p_sec, p_part, p_n, p_total, p_vmin, p_vmax);
     IF v_zero_sec IS NOT NULL OR v_fix_sec IS NOT NULL THEN
         PERFORM pg_notify('slidewin_rollups', 'delete');
     END IF;

@@ -1,8 +1,9 @@
 -- slidewin.window_summary(p_seconds, p_now): count, sum, min, max, avg over the last p_seconds.
 --
 -- Contract: the window is the p_seconds whole seconds ending with the one p_now falls in,
--- [trunc(p_now) - (p_seconds - 1) s, trunc(p_now) + 1 s), read from slidewin.rollups only --
--- about p_seconds x partitions rows, whatever the size of the raw table (promise 5).
+-- [trunc(p_now) - (p_seconds - 1) s, trunc(p_now) + 1 s), read from the rollups only, from the
+-- coarsest grain that fits (slidewin.rollup_range) -- a few hundred rows for an hour, whatever
+-- the size of the raw table (promise 5).
 -- p_now defaults to the wall clock; pass slidewin.stream_time() for the newest event time.
 -- A NULL p_now (no events yet) or an empty window gives n = 0 and NULL aggregates.
 CREATE OR REPLACE FUNCTION slidewin.window_summary(p_seconds integer, p_now timestamptz DEFAULT now())
@@ -14,9 +15,8 @@ DECLARE
 BEGIN
     PERFORM slidewin.check_window(p_seconds);
     RETURN QUERY
-    SELECT coalesce(sum(r.n), 0)::bigint, sum(r.total), min(r.vmin), max(r.vmax),
-           (sum(r.total) / nullif(sum(r.n), 0))::double precision
-      FROM slidewin.rollups r
-     WHERE r.sec > v_end - make_interval(secs => p_seconds) AND r.sec <= v_end;
+    SELECT w.n, w.total, w.vmin, w.vmax, (w.total / nullif(w.n, 0))::double precision
+      FROM slidewin.rollup_range(v_end - make_interval(secs => p_seconds - 1),
+                                 v_end + interval '1 second') AS w;
 END
 $$;

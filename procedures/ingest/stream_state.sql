@@ -9,3 +9,4 @@ CREATE TABLE IF NOT EXISTS slidewin.stream_state (
     newest_ts  timestamptz,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+ALTER TABLE slidewin.stream_state ADD COLUMN IF NOT EXISTS grace interval;

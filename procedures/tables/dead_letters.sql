@@ -17,3 +17,4 @@ CREATE TABLE IF NOT EXISTS slidewin.dead_letters (
 -- stores made before raw_bytes existed gain it (idempotent, like every baseline file)
 ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS raw_bytes bytea;
 CREATE INDEX IF NOT EXISTS dead_letters_received ON slidewin.dead_letters (received_at);
+ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS event_ts timestamptz;

@@ -7,8 +7,12 @@ AS $$
 BEGIN
     IF TG_TABLE_NAME = 'events' THEN
         DELETE FROM slidewin.rollups;
+        DELETE FROM slidewin.rollups_coarse;
     ELSE
         DELETE FROM slidewin.rollups
+         WHERE part = (SELECT k FROM slidewin.partition_keys() AS k
+                        WHERE slidewin.partition_name(k) = TG_TABLE_NAME);
+        DELETE FROM slidewin.rollups_coarse
          WHERE part = (SELECT k FROM slidewin.partition_keys() AS k
                         WHERE slidewin.partition_name(k) = TG_TABLE_NAME);
     END IF;

@@ -1,0 +1,61 @@
+-- slidewin.count_windows(p_size, p_advance, p_rows): count ("tuple") windows, as Samza's -- over
+-- the newest p_rows events in (ts, uuid) order (the nibbles' order; (uuid, ts) is an event's
+-- identity, so the order is total). Window 1 is the newest p_size events, each next one starts
+-- p_advance events older; only windows that fit in p_rows are returned, and a store holding
+-- fewer events gives shorter windows (n < p_size). VoltDB's "last N rows" is
+-- count_windows(N, N, N). window_start/window_end are the oldest/newest event times in it.
+--
+-- Bounded by p_rows, never by the table: the rollups (newest seconds first) give the second
+-- where the newest p_rows events begin, then each partition reads its index from there.
+CREATE OR REPLACE FUNCTION slidewin.count_windows(
+    p_size integer, p_advance integer DEFAULT NULL, p_rows integer DEFAULT NULL)
+RETURNS TABLE (window_no integer, window_start timestamptz, window_end timestamptz, n bigint,
+               total numeric, vmin bigint, vmax bigint, avg double precision)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_adv  integer := coalesce(p_advance, p_size);
+    v_rows integer := coalesce(p_rows, p_size);
+    v_from timestamptz;
+BEGIN
+    IF p_size IS NULL OR p_size < 1 OR p_size > 1000000 THEN
+        RAISE EXCEPTION 'size must be from 1 to 1000000 events, got %', coalesce(p_size::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'e.g. size 10000';
+    END IF;
+    IF v_adv < 1 OR v_adv > p_size THEN
+        RAISE EXCEPTION 'advance must be from 1 to size (%) events, got %', p_size, v_adv
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'use an advance no larger than size (equal: tumbling windows)';
+    END IF;
+    IF v_rows < p_size OR v_rows > 1000000 THEN
+        RAISE EXCEPTION 'rows must be from size (%) to 1000000 events, got %', p_size, v_rows
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'rows is how many of the newest events the windows cover';
+    END IF;
+    SELECT c.sec INTO v_from
+      FROM (SELECT s.sec, sum(s.n) OVER (ORDER BY s.sec DESC) AS upto
+              FROM (SELECT r.sec, sum(r.n) AS n FROM slidewin.rollups r
+                     GROUP BY r.sec ORDER BY r.sec DESC) AS s) AS c
+     WHERE c.upto >= v_rows
+     LIMIT 1;
+    v_from := coalesce(v_from, '-infinity');
+    RETURN QUERY
+    WITH newest AS (
+        SELECT e.ts, e.val, row_number() OVER (ORDER BY e.ts DESC, e.uuid DESC) AS rn
+          FROM slidewin.partition_keys() AS k
+         CROSS JOIN LATERAL (SELECT x.ts, x.uuid, x.val FROM slidewin.events x
+                              WHERE x.part = k AND x.ts >= v_from) AS e
+         ORDER BY e.ts DESC, e.uuid DESC
+         LIMIT v_rows
+    )
+    SELECT w.k + 1, min(e.ts), max(e.ts), count(*), sum(e.val)::numeric, min(e.val), max(e.val),
+           avg(e.val)::double precision
+      FROM newest e
+     CROSS JOIN LATERAL generate_series(
+               greatest((e.rn - p_size + v_adv - 1) / v_adv, 0)::integer,
+               ((e.rn - 1) / v_adv)::integer) AS w(k)
+     WHERE w.k * v_adv + p_size <= v_rows
+     GROUP BY w.k
+     ORDER BY w.k;
+END
+$$;
