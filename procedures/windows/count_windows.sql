@@ -12,11 +12,14 @@ CREATE OR REPLACE FUNCTION slidewin.count_windows(
 RETURNS TABLE (window_no integer, window_start timestamptz, window_end timestamptz, n bigint,
                total numeric, vmin bigint, vmax bigint, avg double precision)
 LANGUAGE plpgsql STABLE
+SET max_parallel_workers_per_gather = 0  -- sub-millisecond work: starting workers costs more
+SET enable_bitmapscan = off  -- read each primary key backwards, in order, instead of sorting
 AS $$
 DECLARE
     v_adv  integer := coalesce(p_advance, p_size);
     v_rows integer := coalesce(p_rows, p_size);
     v_from timestamptz;
+    v_parts text;
 BEGIN
     IF p_size IS NULL OR p_size < 1 OR p_size > 1000000 THEN
         RAISE EXCEPTION 'size must be from 1 to 1000000 events, got %', coalesce(p_size::text, 'NULL')
@@ -39,23 +42,36 @@ BEGIN
      WHERE c.upto >= v_rows
      LIMIT 1;
     v_from := coalesce(v_from, '-infinity');
-    RETURN QUERY
-    WITH newest AS (
-        SELECT e.ts, e.val, row_number() OVER (ORDER BY e.ts DESC, e.uuid DESC) AS rn
-          FROM slidewin.partition_keys() AS k
-         CROSS JOIN LATERAL (SELECT x.ts, x.uuid, x.val FROM slidewin.events x
-                              WHERE x.part = k AND x.ts >= v_from) AS e
-         ORDER BY e.ts DESC, e.uuid DESC
-         LIMIT v_rows
+    -- Each partition's primary key (part, ts, uuid) read backwards from that second, merged in
+    -- (ts, uuid) order: no sort of the rows, and EXECUTE plans with the actual second.
+    SELECT string_agg(format('(SELECT ts, uuid, val FROM slidewin.%I WHERE part = %s AND ts >= $1 '
+                             'ORDER BY ts DESC, uuid DESC LIMIT $2)',
+                             slidewin.partition_name(k), k), ' UNION ALL ')
+      INTO v_parts FROM slidewin.partition_keys() AS k;
+    IF v_rows = p_size THEN  -- one window, the last p_size events: no numbering needed
+        RETURN QUERY EXECUTE format(
+        'SELECT 1, min(e.ts), max(e.ts), count(*), sum(e.val)::numeric, min(e.val), max(e.val),
+                avg(e.val)::double precision
+           FROM (SELECT * FROM (%s) AS u ORDER BY ts DESC, uuid DESC LIMIT $2) AS e
+         HAVING count(*) > 0', v_parts)
+        USING v_from, v_rows;
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE format(
+    'WITH newest AS (
+        SELECT e.ts, e.val, row_number() OVER () AS rn  -- numbered as merged: newest first
+          FROM (SELECT * FROM (%s) AS u ORDER BY ts DESC, uuid DESC LIMIT $2) AS e
     )
     SELECT w.k + 1, min(e.ts), max(e.ts), count(*), sum(e.val)::numeric, min(e.val), max(e.val),
            avg(e.val)::double precision
       FROM newest e
-     CROSS JOIN LATERAL generate_series(
-               greatest((e.rn - p_size + v_adv - 1) / v_adv, 0)::integer,
-               ((e.rn - 1) / v_adv)::integer) AS w(k)
-     WHERE w.k * v_adv + p_size <= v_rows
+     CROSS JOIN LATERAL %s AS w(k)
+     WHERE w.k * $4 + $3 <= $2
      GROUP BY w.k
-     ORDER BY w.k;
+     ORDER BY w.k', v_parts,
+        CASE WHEN v_adv = p_size THEN '(SELECT ((e.rn - 1) / $3)::integer)'  -- tumbling: one each
+             ELSE 'generate_series(greatest((e.rn - $3 + $4 - 1) / $4, 0)::integer,
+                                   ((e.rn - 1) / $4)::integer)' END)
+    USING v_from, v_rows, p_size, v_adv;
 END
 $$;

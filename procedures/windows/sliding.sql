@@ -8,6 +8,7 @@ CREATE OR REPLACE FUNCTION slidewin.sliding(p_size interval, p_from timestamptz,
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, total numeric,
                vmin bigint, vmax bigint, avg double precision, final boolean, partial boolean)
 LANGUAGE plpgsql STABLE
+SET max_parallel_workers_per_gather = 0  -- sub-millisecond work: starting workers costs more
 AS $$
 DECLARE
     v_size integer := slidewin.window_seconds('size', p_size);
