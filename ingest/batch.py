@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ingest.sink import BatchRows
 
-DEAD_LETTER_COLUMNS = ("source", "reason", "detail", "raw", "raw_bytes")
+DEAD_LETTER_COLUMNS = ("source", "reason", "detail", "raw", "raw_bytes", "ts")
 GOOD_SCHEMA = pa.schema(
     [
         ("part", pa.int16()),

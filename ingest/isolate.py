@@ -80,13 +80,14 @@ def _dead_letters(refused: pa.Table, reasons: list[str], source: str) -> pa.Tabl
             ensure_ascii=False,
         )
         detail = f"PostgreSQL refused the event: {why}"
-        rows += [{"source": source or "?", "reason": REASON, "detail": detail, "raw": raw}] * int(
+        rows += [{"source": source or "?", "reason": REASON, "detail": detail, "raw": raw,
+                  "ts": event["ts"]}] * int(
             event.get("copies") or 1
         )
     return pa.Table.from_pylist(
         rows,
         schema=pa.schema(
             [("source", pa.string()), ("reason", pa.string()), ("detail", pa.string()),
-             ("raw", pa.string())]
+             ("raw", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))]
         ),
     )

@@ -113,8 +113,11 @@ def write_batch(
     compute: Compute,
     inline: InlineRetention | None = None,
     insert: Insert = insert_rows,
+    grace: timedelta | None = None,
 ) -> BatchResult:
     """Run steps 1-5 above; ``conn`` must be in autocommit mode (transactions are explicit).
+    ``grace`` (the late rule's) is recorded with the stream time: windows read both as their
+    watermark (``slidewin.complete_up_to``).
 
     ``compute`` may return the batch as one BatchRows or as an iterable of chunks (e.g. one per
     input file): chunk k is written by a helper thread while Spark computes chunk k+1, all in
@@ -128,7 +131,7 @@ def write_batch(
         written = _write_chunks(
             conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id, insert
         )
-        result = _finish(conn, query_id, state_key, batch_id, written, inline)
+        result = _finish(conn, query_id, state_key, batch_id, written, inline, grace)
         _fault("before_commit", batch_id)
     _fault("after_commit", batch_id)
     return replace(result, seconds=time.monotonic() - started)
@@ -230,10 +233,13 @@ def _finish(
     batch_id: int,
     written: _Written,
     inline: InlineRetention | None,
+    grace: timedelta | None,
 ) -> BatchResult:
     tally = written.tally
     max_ts = tally.max_ts
-    row = conn.execute("SELECT slidewin.ingest_advance(%s, %s)", (state_key, max_ts)).fetchone()
+    row = conn.execute(
+        "SELECT slidewin.ingest_advance(%s, %s, now(), %s)", (state_key, max_ts, grace)
+    ).fetchone()
     newest = row[0] if row else None
     nibbled = nibble_written(conn, tally.parts, newest, inline) if inline else 0
     result = BatchResult(
@@ -298,16 +304,20 @@ def by_partition(rows: pa.Table) -> Iterator[tuple[str, bytes]]:
 
 
 def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) -> None:
+    """COPY the batch's dead letters; ``ts`` (the event time, when it parsed) goes to
+    ``event_ts``, which windows read to count the late events of a range."""
     if bad.num_rows == 0:
         return
     if "raw_bytes" not in bad.column_names:  # only rows with inexact raw text carry bytes
         bad = bad.append_column("raw_bytes", pa.nulls(bad.num_rows, pa.string()))
-    table = bad.select(["source", "reason", "detail", "raw", "raw_bytes"]).append_column(
+    if "ts" not in bad.column_names:
+        bad = bad.append_column("ts", pa.nulls(bad.num_rows, pa.timestamp("us", tz="UTC")))
+    table = bad.select(["source", "reason", "detail", "raw", "raw_bytes", "ts"]).append_column(
         "batch_id", pa.array([batch_id] * bad.num_rows, pa.int64())
     )
     _copy(
         conn,
-        "COPY slidewin.dead_letters (source, reason, detail, raw, raw_bytes, batch_id) "
+        "COPY slidewin.dead_letters (source, reason, detail, raw, raw_bytes, event_ts, batch_id) "
         "FROM STDIN (FORMAT csv)",
         to_csv(table),
     )

@@ -131,6 +131,7 @@ class BatchHandler:
             lambda newest: self.compute(df, newest, batch_id, by_file=by_file, narrow=narrow),
             self._inline(),
             isolate.insert_narrowed if narrow else insert_rows,
+            self.config.grace,
         )
 
     def compute(

@@ -15,13 +15,14 @@ import contextlib
 import json
 import os
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from db import windows
 from ingest.config import IngestConfig
 from ingest.runner import preflight, run
 from tests.conftest import T0
@@ -38,6 +39,10 @@ from tests.ingest_fixtures import (
 )
 
 pytestmark = pytest.mark.spark
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
 NOW = T0 + timedelta(minutes=2)  # the ingest's clock: every test event (T0 .. T0+100 s) is past
 
 
@@ -134,12 +139,24 @@ def test_late_and_expired_go_to_dead_letters(spark, store_dsn, iconn, tmp_path):
     )
     kept = {u for u, _, _ in stored_rows(iconn)}
     assert kept == {"x", "y"}
-    dead = iconn.execute("SELECT reason, raw FROM slidewin.dead_letters ORDER BY raw").fetchall()
-    by_uuid = {json.loads(raw)["uuid"]: reason for reason, raw in dead}
-    assert by_uuid == {"z": "late", "w": "expired", "v": "late"}
+    dead = iconn.execute(
+        "SELECT reason, raw, event_ts FROM slidewin.dead_letters ORDER BY raw"
+    ).fetchall()
+    by_uuid = {json.loads(raw)["uuid"]: (reason, ts) for reason, raw, ts in dead}
+    assert by_uuid == {  # each with its exact event time, for the windows' late counts
+        "z": ("late", at(90)),
+        "w": ("expired", at(30)),
+        "v": ("late", at(40.5)),
+    }
     assert markers(iconn)[1] == (1, 4, 1, 0, 3)
-    state = iconn.execute("SELECT newest_ts FROM slidewin.stream_state WHERE query_id = 't'")
-    assert state.fetchone()[0] == T0 + timedelta(seconds=100)
+    state = iconn.execute(
+        "SELECT newest_ts, grace FROM slidewin.stream_state WHERE query_id = 't'"
+    ).fetchone()
+    assert state == (at(100), timedelta(seconds=5))
+    # the windows' watermark is the ingest's late rule: newest - grace
+    status = windows.status(iconn, at(40), at(91))
+    assert (status.complete_up_to, status.late) == (at(95), 2)
+    assert windows.status(iconn, at(40.6), at(90)).late == 0
 
 
 BAD_JSON = {
@@ -182,6 +199,12 @@ def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
     want = {("mixed.jsonl", raw, why) for raw, why in BAD_JSON.items()}
     want |= {("rows.csv", raw, why) for raw, why in BAD_CSV.items()}
     assert set(dead) == want
+    # the event time is kept where the ts parsed (future), and NULL where it did not
+    times = dict(iconn.execute("SELECT raw, event_ts FROM slidewin.dead_letters").fetchall())
+    assert times['{"uuid": "m7", "val": 1, "ts": "2026-01-01T12:03:00.001Z"}'] == datetime(
+        2026, 1, 1, 12, 3, 0, 1000, tzinfo=UTC)
+    assert times['{"uuid": "m5", "val": 1, "ts": "yesterday"}'] is None
+    assert times["c4,5,notatime"] is None
     rows = {(u, v, ts) for u, v, ts in stored_rows(iconn)}
     secs = {u: (v, ts - T0) for u, v, ts in rows}
     assert secs == {

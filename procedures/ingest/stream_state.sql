@@ -9,4 +9,5 @@ CREATE TABLE IF NOT EXISTS slidewin.stream_state (
     newest_ts  timestamptz,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+-- the ingest's grace, recorded with each batch: newest_ts - grace is the windows' watermark
 ALTER TABLE slidewin.stream_state ADD COLUMN IF NOT EXISTS grace interval;

@@ -17,4 +17,8 @@ CREATE TABLE IF NOT EXISTS slidewin.dead_letters (
 -- stores made before raw_bytes existed gain it (idempotent, like every baseline file)
 ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS raw_bytes bytea;
 CREATE INDEX IF NOT EXISTS dead_letters_received ON slidewin.dead_letters (received_at);
+-- the event time, when the record's ts parsed (late, expired, future, ...): windows count the
+-- late events of the range they answer for with the partial index below
 ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS event_ts timestamptz;
+CREATE INDEX IF NOT EXISTS dead_letters_late_ts ON slidewin.dead_letters (event_ts)
+    WHERE reason = 'late';
