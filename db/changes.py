@@ -34,3 +34,10 @@ class RollupChanges:
 
     def take(self) -> set[str]:
         return {n.payload for n in self.conn.notifies(timeout=0) if n.channel == CHANNEL}
+
+    def wait(self, timeout: float) -> set[str]:
+        """Block until a change arrives or ``timeout`` seconds pass; the payloads (empty on
+        timeout). Followers sleep here instead of polling."""
+        first = {n.payload for n in self.conn.notifies(timeout=timeout, stop_after=1)
+                 if n.channel == CHANNEL}
+        return first | self.take() if first else first

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pyarrow as pa
@@ -310,10 +310,10 @@ def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) ->
         return
     if "raw_bytes" not in bad.column_names:  # only rows with inexact raw text carry bytes
         bad = bad.append_column("raw_bytes", pa.nulls(bad.num_rows, pa.string()))
-    if "ts" not in bad.column_names:
-        bad = bad.append_column("ts", pa.nulls(bad.num_rows, pa.timestamp("us", tz="UTC")))
-    table = bad.select(["source", "reason", "detail", "raw", "raw_bytes", "ts"]).append_column(
-        "batch_id", pa.array([batch_id] * bad.num_rows, pa.int64())
+    table = (
+        bad.select(["source", "reason", "detail", "raw", "raw_bytes"])
+        .append_column("event_ts", _event_times(bad))
+        .append_column("batch_id", pa.array([batch_id] * bad.num_rows, pa.int64()))
     )
     _copy(
         conn,
@@ -321,6 +321,21 @@ def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) ->
         "FROM STDIN (FORMAT csv)",
         to_csv(table),
     )
+
+
+# the reasons whose ts parsed and lies in PostgreSQL's range (a bad_ts may be year -13097)
+_TIMED_REASONS = pa.array(["late", "expired", "future"])
+_TS_TYPE = pa.timestamp("us", tz="UTC")
+_TS_LOW = pa.scalar(datetime(1, 1, 1, tzinfo=UTC), _TS_TYPE)
+
+
+def _event_times(bad: pa.Table) -> pa.Array | pa.ChunkedArray:
+    """The event time of each dead letter where it is one, else NULL."""
+    if "ts" not in bad.column_names:
+        return pa.nulls(bad.num_rows, _TS_TYPE)
+    ts = bad["ts"].cast(_TS_TYPE)
+    keep = pc.and_(pc.is_in(bad["reason"], _TIMED_REASONS), pc.greater_equal(ts, _TS_LOW))
+    return pc.if_else(keep, ts, pa.scalar(None, _TS_TYPE))
 
 
 def nibble_written(

@@ -1,0 +1,105 @@
+"""Following a window series as commits change it: Samza's update policies, Kafka's emit
+strategies.
+
+``update`` emits a window each time its result changes (a late event within grace included);
+``final`` emits each window once, when it becomes final (``window_end <= complete_up_to``).
+Driven by the rollups' change signal (``db.changes``): the series is read again only after a
+commit changed the rollups, never on a timer. Memory stays bounded: windows that are final are
+forgotten once emitted, and the range read starts at the oldest window that can still change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import psycopg
+
+from db.changes import RollupChanges
+from db.windows import Window, status
+
+UPDATE = "update"
+FINAL = "final"
+EMIT_POLICIES = (UPDATE, FINAL)
+
+# (conn, start, end) -> the windows starting in [start, end)
+Series = Callable[[psycopg.Connection, datetime, datetime], list[Window]]
+# conn -> the end of the range (moves with the wall clock or the stream), None before any data
+Reference = Callable[[psycopg.Connection], datetime | None]
+
+
+@dataclass(frozen=True)
+class Emission:
+    emit: str
+    window: Window
+
+
+@dataclass
+class Follower:
+    """One followed series: ``series`` from ``start`` up to the moving ``reference``.
+
+    ``settled`` is how far back a window ending at the watermark can start (the size; one second
+    for sliding windows, whose ``end`` is their last second): windows starting before
+    ``complete_up_to - settled`` are final and are not read again.
+    """
+
+    series: Series
+    reference: Reference
+    start: datetime
+    settled: timedelta
+    emit: str = UPDATE
+    # where a window sits in the range ``series`` takes: its start (tumbling, hopping) or, for
+    # sliding windows, its end second
+    place: Callable[[Window], datetime] = lambda w: w.start
+    _shown: dict[datetime, tuple[object, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.emit not in EMIT_POLICIES:
+            raise ValueError(f"emit must be one of {EMIT_POLICIES}, got {self.emit!r}")
+
+    def poll(self, conn: psycopg.Connection) -> list[Emission]:
+        """Read the windows that can still change; return what the policy emits now."""
+        end = self.reference(conn)
+        if end is None or end <= self.start:
+            return []
+        found = self.series(conn, self.start, end)
+        out = [Emission(self.emit, w) for w in found if self._emits(w)]
+        self._forget(conn, end)
+        return out
+
+    def _emits(self, w: Window) -> bool:
+        if self.emit == FINAL:
+            if not w.final or self.place(w) in self._shown:
+                return False
+            self._shown[self.place(w)] = ()
+            return True
+        key = (w.n, w.total, w.vmin, w.vmax)
+        if self._shown.get(self.place(w)) == key:
+            return False
+        self._shown[self.place(w)] = key
+        return True
+
+    def _forget(self, conn: psycopg.Connection, end: datetime) -> None:
+        done = status(conn, self.start, end).complete_up_to
+        if done is None:
+            return
+        horizon = done - self.settled
+        if horizon > self.start:
+            self.start = horizon
+            self._shown = {s: k for s, k in self._shown.items() if s >= horizon}
+
+
+def follow(
+    conn: psycopg.Connection,
+    follower: Follower,
+    stop: Callable[[], bool],
+    wait_s: float = 0.5,
+) -> Iterator[Emission]:
+    """Emissions until ``stop()``: the current state first, then after each rollup change.
+    ``wait_s`` only bounds how long a stop request waits; nothing is read on a timeout."""
+    changes = RollupChanges(conn)
+    yield from follower.poll(conn)
+    while not stop():
+        if changes.wait(wait_s):
+            yield from follower.poll(conn)
