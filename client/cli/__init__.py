@@ -4,7 +4,7 @@ here in one list (``root`` holds the group and its error display, ``options`` th
 
 from __future__ import annotations
 
-from client.cli import bench, client, db, demo, ingest, jobs, query
+from client.cli import bench, client, db, demo, ingest, jobs, query, windows
 from client.cli.root import SlidewinGroup, cli
 
 COMMANDS = (
@@ -12,6 +12,7 @@ COMMANDS = (
     ingest.ingest_command,
     jobs.jobs,
     query.query,
+    windows.windows_group,
     client.client_command,
     demo.demo_command,
     bench.bench,

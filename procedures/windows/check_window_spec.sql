@@ -21,11 +21,11 @@ BEGIN
     SELECT history_s INTO v_history FROM slidewin.retention_settings WHERE name = 'default';
     SELECT coalesce(extract(epoch FROM max(grace)), 0) INTO v_grace FROM slidewin.stream_state;
     IF v_history IS NOT NULL AND p_size + v_grace > v_history THEN
-        RAISE EXCEPTION 'size %s plus the ingest''s grace %ss is longer than the retention history %ss',
+        RAISE EXCEPTION 'size %s plus the ingest''s grace %s is longer than the retention history %s',
                         p_size, v_grace, v_history
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = format('use a size of at most %ss, or keep a longer history '
-                                '(slidewin jobs add ... --history)',
+                                '(slidewin jobs add retention --history ...)',
                                 greatest(floor(v_history - v_grace), 0));
     END IF;
 END

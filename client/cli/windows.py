@@ -1,0 +1,381 @@
+"""``slidewin windows``: tumbling, hopping, sliding and count windows, Faust's lookups, and
+``--follow`` (a thin shell over ``db.windows`` and ``db.window_follow``)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import click
+import psycopg
+
+from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.options import COUNT, DURATION, json_option
+from client.cli.root import SlidewinGroup
+from db import window_follow, windows
+from db.clock import Clock, utc_now
+from db.errors import ConfigError, ProcedureError
+from db.signals import stop_on_signals
+
+
+class TimeType(click.ParamType):
+    """An ISO-8601 time; without a zone it is UTC (as the ingest reads ``ts``)."""
+
+    name = "time"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, datetime):
+            return value
+        try:
+            parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO-8601 time; use e.g. 2026-01-01T12:00:00Z",
+                      param, ctx)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+TIME = TimeType()
+
+
+def _relative_to(value: str) -> str:
+    if value in ("now", "stream"):
+        return value
+    TIME.convert(value, None, None)  # fails with the fix when it is not a time either
+    return value
+
+
+def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed([
+        click.option("--last", type=DURATION, default=None,
+                     help="The range: this long, ending at --relative-to (default 1h)."),
+        click.option("--from", "from_", type=TIME, default=None,
+                     help="The range's start (ISO-8601; UTC when no zone). Needs --to."),
+        click.option("--to", type=TIME, default=None, help="The range's end (exclusive)."),
+        click.option("--relative-to", default="now", show_default=True,
+                     help="Where --last ends: now (wall clock), stream (newest event time) or "
+                          "an ISO-8601 time (Faust's relative_to_now/_stream/_field)."),
+        click.option("--follow", is_flag=True,
+                     help="Keep running; print windows as commits change them (Ctrl-C stops)."),
+        click.option("--emit", type=click.Choice(window_follow.EMIT_POLICIES),
+                     default=window_follow.UPDATE, show_default=True,
+                     help="With --follow: every change of a window (update) or each window "
+                          "once, when it becomes final (final)."),
+        json_option("One JSON object on stdout (with --follow: one JSON line per emission)."),
+    ]):
+        f = option(f)
+    return f
+
+
+@click.group("windows", cls=SlidewinGroup)
+def windows_group() -> None:
+    """Windows over the exact rollups: tumbling, hopping, sliding, count windows, lookups.
+
+    Every time window says whether it is final (the ingest can no longer change it: its end is
+    at or before the watermark, the newest event time minus the ingest's grace) and partial
+    (retention has deleted events from it). SQL: slidewin.tumbling(...), hopping, sliding,
+    count_windows, windows_at, window_status.
+
+    \b
+    Examples:
+      slidewin windows tumbling --size 10s --last 1h
+      slidewin windows hopping --size 1m --advance 10s --relative-to stream --json
+      slidewin windows sliding --size 30s --last 5m
+      slidewin windows rows --size 10000
+      slidewin windows current --size 1h --advance 10m --all
+      slidewin windows tumbling --size 10s --last 1m --follow --emit final
+    """
+
+
+def reference_time(conn: psycopg.Connection, relative_to: str, clock: Clock) -> datetime:
+    """The end of a --last range: the wall clock, the end of the newest second holding events,
+    or a given time."""
+    if relative_to == "now":
+        return clock()
+    if relative_to == "stream":
+        newest = windows.stream_time(conn)
+        if newest is None:
+            raise ConfigError("--relative-to stream: the store holds no events yet; use "
+                              "--relative-to now or a time, or ingest some events first")
+        return newest + timedelta(seconds=1)
+    return TIME.convert(relative_to, None, None)
+
+
+def resolve_range(
+    conn: psycopg.Connection,
+    last: timedelta | None,
+    from_: datetime | None,
+    to: datetime | None,
+    relative_to: str,
+    clock: Clock = utc_now,
+) -> tuple[datetime, datetime]:
+    if (from_ is None) != (to is None):
+        raise ConfigError("--from and --to go together; give both, or --last instead")
+    if from_ is not None and to is not None:
+        if last is not None:
+            raise ConfigError("--last and --from/--to both given; use one of them")
+        return from_, to
+    end = reference_time(conn, relative_to, clock)
+    return end - (last if last is not None else timedelta(hours=1)), end
+
+
+_PARAM = re.compile(r"(?<![-\w])(size|advance|rows)\b|^(from|to)\b")
+
+
+def _named(exc: ProcedureError) -> ProcedureError:
+    """The SQL names its parameters (``size must be ...``); the user typed options."""
+    return ProcedureError(_PARAM.sub(lambda m: f"--{m.group(0)}", str(exc)))
+
+
+def _number(value: Decimal | None) -> int | float | None:
+    if value is None:
+        return None
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def window_json(w: windows.Window) -> dict[str, Any]:
+    return {"start": w.start.isoformat(), "end": w.end.isoformat(), "n": w.n,
+            "sum": _number(w.total), "min": w.vmin, "max": w.vmax, "avg": w.avg,
+            "final": w.final, "partial": w.partial}
+
+
+def _hms(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def window_line(w: windows.Window) -> str:
+    avg = f"{w.avg:.3f}" if w.avg is not None else "-"
+    marks = ("final" if w.final else "open") + (" partial" if w.partial else "")
+    return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {_number(w.total)!s:>14}  "
+            f"{w.vmin!s:>8}  {w.vmax!s:>8}  {avg:>12}  {marks}")
+
+
+HEADER = (f"{'window_start':19}  {'window_end':19}  {'n':>9}  {'sum':>14}  {'min':>8}  "
+          f"{'max':>8}  {'avg':>12}")
+
+
+def _show(
+    app: AppContext,
+    kind: str,
+    params: dict[str, Any],
+    series: window_follow.Series,
+    settled: timedelta,
+    place: Callable[[windows.Window], datetime],
+    opts: dict[str, Any],
+) -> None:
+    with app.connect() as conn:
+        try:
+            start, end = resolve_range(conn, opts["last"], opts["from_"], opts["to"],
+                                       opts["relative_to"])
+            if opts["follow"]:
+                _follow(app, conn, kind, params, series, settled, place, start, opts)
+                return
+            found = series(conn, start, end)
+        except ProcedureError as exc:
+            raise _named(exc) from None
+        state = windows.status(conn, start, end)
+    if opts["as_json"]:
+        emit_json({"kind": kind, **params, "from": start.isoformat(), "to": end.isoformat(),
+                   "relative_to": opts["relative_to"], **_status_json(state),
+                   "windows": [window_json(w) for w in found]})
+        return
+    click.echo(f"{kind} {_describe(params)}, windows in [{_hms(start)}, {_hms(end)}) UTC; "
+               f"complete up to {_hms(state.complete_up_to) if state.complete_up_to else '-'}; "
+               f"{state.late} late events in range; {len(found)} windows")
+    if found:
+        click.echo(HEADER)
+    for w in found:
+        click.echo(window_line(w))
+
+
+def _status_json(state: windows.Completeness) -> dict[str, Any]:
+    def iso(t: datetime | None) -> str | None:
+        return t.isoformat() if t else None
+
+    return {"stream_time": iso(state.stream_time), "complete_up_to": iso(state.complete_up_to),
+            "retired_through": iso(state.retired_through), "late": state.late}
+
+
+def _describe(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k.removesuffix('_s')} {v:g}s" if k.endswith("_s") else f"{k} {v}"
+                     for k, v in params.items())
+
+
+def _follow(
+    app: AppContext,
+    conn: psycopg.Connection,
+    kind: str,
+    params: dict[str, Any],
+    series: window_follow.Series,
+    settled: timedelta,
+    place: Callable[[windows.Window], datetime],
+    start: datetime,
+    opts: dict[str, Any],
+) -> None:
+    relative_to = opts["relative_to"]
+    if opts["from_"] is not None:  # a fixed range: follow it up to --to
+        fixed = opts["to"]
+
+        def reference(c: psycopg.Connection) -> datetime | None:
+            return fixed
+    else:
+
+        def reference(c: psycopg.Connection) -> datetime | None:
+            try:
+                return reference_time(c, relative_to, utc_now)
+            except ConfigError:
+                return None  # stream time before the first event: wait for one
+
+    follower = window_follow.Follower(series, reference, start, settled, opts["emit"], place)
+    if not opts["as_json"]:
+        click.echo(f"following {kind} {_describe(params)} from {_hms(start)} UTC, emit "
+                   f"{opts['emit']} (Ctrl-C stops)")
+        click.echo(HEADER)
+    stop = threading.Event()
+    with stop_on_signals(stop):
+        for e in window_follow.follow(conn, follower, stop.is_set):
+            if opts["as_json"]:
+                emit_json({"emit": e.emit, "kind": kind, **params, **window_json(e.window)})
+            else:
+                click.echo(window_line(e.window))
+
+
+@windows_group.command("tumbling")
+@click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (10s).")
+@range_options
+@pass_app
+def tumbling_cmd(app: AppContext, size: timedelta, **opts: Any) -> None:
+    """Tumbling windows [start, start + size), aligned to the epoch.
+
+    \b
+    Examples:
+      slidewin windows tumbling --size 10s --last 1h
+      slidewin windows tumbling --size 1m --from 2026-01-01T12:00 --to 2026-01-01T13:00 --json
+    """
+    _relative_to(opts["relative_to"])
+    _show(app, "tumbling", {"size_s": size.total_seconds()},
+          lambda c, s, e: windows.tumbling(c, size, s, e), size, lambda w: w.start, opts)
+
+
+@windows_group.command("hopping")
+@click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (1m).")
+@click.option("--advance", type=DURATION, required=True,
+              help="How far each window starts after the previous one (10s); at most --size.")
+@range_options
+@pass_app
+def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, **opts: Any) -> None:
+    """Hopping windows [start, start + size), one every --advance, aligned to the epoch.
+
+    \b
+    Examples:
+      slidewin windows hopping --size 1m --advance 10s --last 1h
+      slidewin windows hopping --size 1m --advance 10s --follow --emit final
+    """
+    _relative_to(opts["relative_to"])
+    _show(app, "hopping", {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()},
+          lambda c, s, e: windows.hopping(c, size, advance, s, e), size, lambda w: w.start, opts)
+
+
+@windows_group.command("sliding")
+@click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (30s).")
+@range_options
+@pass_app
+def sliding_cmd(app: AppContext, size: timedelta, **opts: Any) -> None:
+    """Sliding windows: for each second t holding events, seconds t - size through t (both ends
+    inclusive, Kafka's KIP-450 at a one-second grain). The range selects t.
+
+    \b
+    Examples:
+      slidewin windows sliding --size 30s --last 10m
+    """
+    _relative_to(opts["relative_to"])
+    _show(app, "sliding", {"size_s": size.total_seconds()},
+          lambda c, s, e: windows.sliding(c, size, s, e), timedelta(seconds=1),
+          lambda w: w.end, opts)
+
+
+@windows_group.command("rows")
+@click.option("--size", type=COUNT, required=True, help="Events per window (10k).")
+@click.option("--advance", type=COUNT, default=None,
+              help="Events between window starts (default: --size, tumbling).")
+@click.option("--rows", "rows_", type=COUNT, default=None,
+              help="How many of the newest events the windows cover (default: --size).")
+@json_option("One JSON object on stdout.")
+@pass_app
+def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
+             as_json: bool) -> None:
+    """Count windows over the newest events in (ts, uuid) order; window 1 is the newest.
+
+    \b
+    Examples:
+      slidewin windows rows --size 10000                 # the last 10,000 events
+      slidewin windows rows --size 1k --rows 10k         # ten windows of 1,000
+      slidewin windows rows --size 1k --advance 500 --rows 5k --json
+    """
+    with app.connect() as conn:
+        try:
+            found = windows.count_windows(conn, size, advance, rows_)
+        except ProcedureError as exc:
+            raise _named(exc) from None
+    if as_json:
+        emit_json({"kind": "rows", "size": size, "advance": advance or size,
+                   "rows": rows_ or size, "windows": [
+                       {"number": w.number, "start": w.start.isoformat(),
+                        "end": w.end.isoformat(), "n": w.n, "sum": _number(w.total),
+                        "min": w.vmin, "max": w.vmax, "avg": w.avg} for w in found]})
+        return
+    click.echo(f"count windows of {size} events every {advance or size} over the newest "
+               f"{rows_ or size}: {len(found)} windows")
+    for w in found:
+        click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
+                   f"{_number(w.total)!s:>14}  {w.vmin:>8}  {w.vmax:>8}  {w.avg:>12.3f}")
+
+
+@windows_group.command("current")
+@click.option("--size", type=DURATION, required=True, help="Window length, whole seconds.")
+@click.option("--advance", type=DURATION, default=None,
+              help="Hopping windows' advance (default: --size, tumbling).")
+@click.option("--delta", type=DURATION, default=None,
+              help="Faust's delta(d): the window holding the reference time minus this.")
+@click.option("--all", "all_", is_flag=True,
+              help="Every window holding the time (hopping windows overlap), oldest first.")
+@click.option("--relative-to", default="now", show_default=True,
+              help="The reference time: now, stream (newest event time) or an ISO-8601 time.")
+@json_option("One JSON object on stdout.")
+@pass_app
+def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
+                delta: timedelta | None, all_: bool, relative_to: str, as_json: bool) -> None:
+    """Faust's lookups: the window holding a time (current), delta(d) before it, or all.
+
+    \b
+    Examples:
+      slidewin windows current --size 10s --relative-to stream
+      slidewin windows current --size 1h --advance 10m --all
+      slidewin windows current --size 10s --delta 1m --json
+    """
+    _relative_to(relative_to)
+    step = advance or size
+    with app.connect() as conn:
+        ref = reference_time(conn, relative_to, utc_now)
+        if relative_to == "stream":
+            ref -= timedelta(microseconds=1)  # inside the newest second, not after it
+        at = ref - (delta or timedelta(0))
+        try:
+            found = windows.windows_at(conn, size, step, at)
+        except ProcedureError as exc:
+            raise _named(exc) from None
+        state = windows.status(conn, at, at)
+    picked = found if all_ else found[-1:]
+    if as_json:
+        emit_json({"kind": "current", "size_s": size.total_seconds(),
+                   "advance_s": step.total_seconds(), "at": at.isoformat(),
+                   **_status_json(state), "windows": [window_json(w) for w in picked]})
+        return
+    click.echo(f"windows of {size.total_seconds():g}s every {step.total_seconds():g}s holding "
+               f"{at.astimezone(UTC).isoformat()}")
+    click.echo(HEADER)
+    for w in picked:
+        click.echo(window_line(w))
