@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from client.cli import bench_client, bench_ingest, bench_queries, bench_retention
+from client.cli import bench_client, bench_ingest, bench_queries, bench_retention, bench_windows
 from client.cli.root import SlidewinGroup
 
 
@@ -19,6 +19,7 @@ def bench() -> None:
     Examples:
       slidewin bench queries --json
       slidewin bench ingest --events 1M
+      slidewin bench windows --json
     """
 
 
@@ -27,5 +28,6 @@ for _command in (
     bench_ingest.bench_ingest,
     bench_queries.bench_queries,
     bench_retention.bench_retention,
+    bench_windows.bench_windows,
 ):
     bench.add_command(_command)
