@@ -44,6 +44,7 @@ ARGS: dict[str, list[str]] = {
     "bench ingest": [],
     "bench queries": [],
     "bench retention": [],
+    "bench windows": [],
     "client": ["--duration", "10"],
     "db init": [],
     "db start": [],  # refuses: a DSN is configured (exit 2)
@@ -62,6 +63,11 @@ ARGS: dict[str, list[str]] = {
     "jobs status": [],
     "query avg": [],
     "query max": [],
+    "windows current": ["--size", "10s"],
+    "windows hopping": ["--size", "1m", "--advance", "10s"],
+    "windows rows": ["--size", "100"],
+    "windows sliding": ["--size", "30s"],
+    "windows tumbling": ["--size", "10s"],
 }
 # Commands that never touch the database: they succeed with any DSN.
 NO_DATABASE = {"db url", "query sql"}
