@@ -168,6 +168,40 @@ def status(conn: psycopg.Connection, start: datetime, end: datetime) -> Complete
 
 
 
+@dataclass(frozen=True)
+class CompleteSeconds:
+    """The last ``seconds`` whole seconds that are complete: ``[start, end)``; ``final`` when
+    they end at or before the watermark (no accepted event can change them)."""
+
+    summary: WindowSummary
+    start: datetime
+    end: datetime
+    final: bool
+
+
+LAST_COMPLETE_SQL = (
+    "SELECT least(date_trunc('second', slidewin.complete_up_to(), 'UTC'), slidewin.stream_time(),"
+    " date_trunc('second', %(now)s::timestamptz, 'UTC')),"
+    " date_trunc('second', slidewin.complete_up_to(), 'UTC')"
+)
+
+
+def last_complete(conn: psycopg.Connection, seconds: int, now: datetime) -> CompleteSeconds | None:
+    """The ``seconds`` whole seconds before the last one still filling, at most up to ``now``.
+
+    The end is the watermark when the ingest records one (those seconds are final), but never
+    past the newest second holding events: that second is still being filled (a report at 12:00:05
+    has no complete "current second" -- its events are not ingested yet). None on an empty store.
+    """
+    row = conn.execute(LAST_COMPLETE_SQL, {"now": now}).fetchone()
+    if row is None or row[0] is None:
+        return None
+    end, watermark = row
+    start = end - timedelta(seconds=seconds)
+    found = summary(conn, seconds, end - timedelta(microseconds=1))
+    return CompleteSeconds(found, start, end, watermark is not None and end <= watermark)
+
+
 SQL_FOR_PSQL = """\
 -- average over the last {seconds} s, relative to the wall clock
 SELECT slidewin.window_avg({seconds});

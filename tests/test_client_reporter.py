@@ -1,13 +1,15 @@
 """The reporter, the store watch, the freshness tracker and the final summary, on a real store
 with a pinned clock.
 
-Timeline of the loaded store (seconds relative to T0 = 12:00:00; the clock is pinned at T0+0.5):
+Timeline of the loaded store (seconds relative to T0 = 12:00:00; the clock is pinned at T0+0.5).
+The second holding the newest events (T0) is still being ingested, so the reports cover the
+complete seconds before it -- up to the watermark instead when the ingest has recorded one:
 
-    -20        -3         0  0.5
-     |          |         |   |
-    1000       100      10,20 now     1 s: {10, 20}        -> 15.0
-                                       5 s, 10 s: {+100}    -> 43.3
-                                       30 s: {+1000}        -> 282.5
+    -20        -3     -0.5    0  0.5
+     |          |       |     |   |
+    1000       100      40  10,20 now     1 s  [-1, 0): {40}             -> 40.0
+                                           5 s  [-5, 0): {+100}           -> 70.0
+                                           30 s [-30, 0): {+1000}         -> 380.0
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ def load(conn: psycopg.Connection) -> None:
     assert insert_events(conn, events, 8) == 4
 
 
+def load_with_last_second(conn: psycopg.Connection) -> None:
+    """``load`` plus e=40 at -0.5 s: the last complete second holds an event."""
+    load(conn)
+    assert insert_events(conn, [Event("e", 40, at(-0.5))], 8) == 1
+
+
 @pytest.fixture
 def watch_conn(conn, store_dsn):
     with psycopg.connect(store_dsn, autocommit=True) as c:
@@ -58,18 +66,33 @@ def test_empty_store_says_no_data_never_none(conn, watch_conn):
     assert lines[0].endswith("Report:")
 
 
-def test_loaded_store_reports_the_window_averages(conn, watch_conn):
-    load(conn)
+def test_loaded_store_reports_the_last_complete_seconds(conn, watch_conn):
+    load_with_last_second(conn)
     report = make_reporter(conn, watch_conn).report()
-    assert report.averages[1] == pytest.approx(15.0)
-    assert report.averages[5] == pytest.approx(130 / 3)
-    assert report.averages[10] == pytest.approx(130 / 3)
-    assert report.averages[30] == pytest.approx(282.5)
-    assert report.rows_in_window == {1: 2, 5: 3, 10: 3, 30: 4}
+    assert report.averages[1] == pytest.approx(40.0)
+    assert report.averages[5] == pytest.approx(70.0)
+    assert report.averages[10] == pytest.approx(70.0)
+    assert report.averages[30] == pytest.approx(380.0)
+    assert report.rows_in_window == {1: 1, 5: 2, 10: 2, 30: 3}
+    assert (report.window_end, report.window_final) == (T0, False)
     text = "\n".join(format_report(report))
-    assert "Average for past  1s: 15.0 (2 rows)" in text
-    assert "Average for past 30s: 282.5 (4 rows)" in text
-    assert "stored 4" in text
+    assert "Average for past  1s: 40.0 (11:59:59-12:00:00 UTC, 1 rows)" in text
+    assert "Average for past 30s: 380.0 (11:59:30-12:00:00 UTC, 3 rows)" in text
+    assert "no data" not in text.split("Insert")[0]  # every window line carries a number
+    assert "stored 5" in text
+
+
+def test_with_a_watermark_the_reports_cover_final_seconds(conn, watch_conn):
+    load_with_last_second(conn)
+    # the ingest's newest event at T0+0.2 with grace 2 s: complete up to T0-1.8
+    conn.execute("INSERT INTO slidewin.stream_state (query_id, newest_ts, grace) "
+                 "VALUES ('t', %s, '2 s')", (at(0.2),))
+    report = make_reporter(conn, watch_conn).report()
+    assert (report.window_end, report.window_final) == (at(-2), True)
+    assert report.averages[1] == pytest.approx(100.0)  # [-3, -2): {100}
+    assert report.averages[5] == pytest.approx(100.0)  # [-7, -2): {100}
+    text = "\n".join(format_report(report))
+    assert "Average for past  5s: 100.0 (11:59:53-11:59:58 UTC, final, 1 rows)" in text
 
 
 def _batch_marker(conn, batch_id: int, accepted: int) -> None:

@@ -1,7 +1,9 @@
 """The periodic report (VoltDB's Reporter, plus what it never showed).
 
-Every display interval: the averages over the last 1, 5, 10 and 30 s (``db.windows.summary``,
-read from the rollups; an empty window prints "no data"), the insert throughput, freshness
+Every display interval: the averages over the last 1, 5, 10 and 30 complete seconds, with their
+range (``db.windows.last_complete``, read from the rollups: the current second is still being
+ingested, so "the past second" is the last complete one; an empty store prints "no data"), the
+insert throughput, freshness
 (see ``client.sim.freshness``), rows deleted since the last report, rejected events and failures.
 
 Where the numbers come from, all bounded reads:
@@ -22,7 +24,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 
@@ -146,6 +148,9 @@ class Report:
     elapsed_s: float
     averages: dict[int, float | None]
     rows_in_window: dict[int, int]
+    # the seconds the averages cover: [start, end) and whether they are final; None when empty
+    window_end: datetime | None
+    window_final: bool
     written_per_s: float
     ingested_per_s: float
     freshness_avg_ms: float | None
@@ -171,7 +176,11 @@ def format_report(r: Report) -> list[str]:
     lines = [f"{hms(r.elapsed_s)} Report:", "  Average values over time windows:"]
     for sec in WINDOWS:
         avg = r.averages.get(sec)
-        rows = f" ({r.rows_in_window.get(sec, 0)} rows)" if avg is not None else ""
+        rows = ""
+        if avg is not None and r.window_end is not None:
+            span = f"{r.window_end - timedelta(seconds=sec):%H:%M:%S}-{r.window_end:%H:%M:%S} UTC"
+            final = ", final" if r.window_final else ""
+            rows = f" ({span}{final}, {r.rows_in_window.get(sec, 0)} rows)"
         lines.append(f"    Average for past {sec:2d}s: {show(avg)}{rows}")
     lines += [
         "  Insert statistics:",
@@ -208,16 +217,26 @@ class Reporter:
         self.conn = conn
         self.watch.reopen(watch_conn)
 
-    def averages(self, now: datetime) -> tuple[dict[int, float | None], dict[int, int]]:
-        avgs, rows = {}, {}
+    def averages(
+        self, now: datetime
+    ) -> tuple[dict[int, float | None], dict[int, int], datetime | None, bool]:
+        """Per window: the average and row count of the last complete seconds; their end (in
+        UTC) and whether they are final."""
+        avgs: dict[int, float | None] = {}
+        rows: dict[int, int] = {}
+        end, final = None, False
         for sec in WINDOWS:
-            result = windows.summary(self.conn, sec, now)
-            avgs[sec], rows[sec] = result.avg, result.n
-        return avgs, rows
+            found = windows.last_complete(self.conn, sec, now)
+            if found is None:
+                avgs[sec], rows[sec] = None, 0
+                continue
+            avgs[sec], rows[sec] = found.summary.avg, found.summary.n
+            end, final = found.end.astimezone(UTC), found.final
+        return avgs, rows, end, final
 
     def report(self) -> Report:
         now = self.clock()
-        avgs, rows = self.averages(now)
+        avgs, rows, end, final = self.averages(now)
         totals = self.watch.refresh()
         mono = time.monotonic()
         span = max(mono - self._last.at_mono, 1e-6)
@@ -229,6 +248,8 @@ class Reporter:
             elapsed_s=mono - self.started,
             averages=avgs,
             rows_in_window=rows,
+            window_end=end,
+            window_final=final,
             written_per_s=(written - self._last_written[1]) / wrote_span,
             ingested_per_s=(totals.ingested - self._last.ingested) / span,
             freshness_avg_ms=fresh.avg_ms,
