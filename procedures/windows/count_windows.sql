@@ -6,7 +6,8 @@
 -- count_windows(N, N, N). window_start/window_end are the oldest/newest event times in it.
 --
 -- Bounded by p_rows, never by the table: the rollups (newest seconds first) give the second
--- where the newest p_rows events begin, then each partition reads its index from there.
+-- where the newest p_rows events begin, then each partition reads its index from there (for one
+-- window, the last p_size events, only that second's rows: the newer seconds come from rollups).
 CREATE OR REPLACE FUNCTION slidewin.count_windows(
     p_size integer, p_advance integer DEFAULT NULL, p_rows integer DEFAULT NULL)
 RETURNS TABLE (window_no integer, window_start timestamptz, window_end timestamptz, n bigint,
@@ -20,6 +21,16 @@ DECLARE
     v_rows integer := coalesce(p_rows, p_size);
     v_from timestamptz;
     v_parts text;
+    v_n      bigint;
+    v_total  numeric;
+    v_min    bigint;
+    v_max    bigint;
+    v_bn     bigint;
+    v_btotal numeric;
+    v_bmin   bigint;
+    v_bmax   bigint;
+    v_first  timestamptz;
+    v_last   timestamptz;
 BEGIN
     IF p_size IS NULL OR p_size < 1 OR p_size > 1000000 THEN
         RAISE EXCEPTION 'size must be from 1 to 1000000 events, got %', coalesce(p_size::text, 'NULL')
@@ -48,13 +59,31 @@ BEGIN
                              'ORDER BY ts DESC, uuid DESC LIMIT $2)',
                              slidewin.partition_name(k), k), ' UNION ALL ')
       INTO v_parts FROM slidewin.partition_keys() AS k;
-    IF v_rows = p_size THEN  -- one window, the last p_size events: no numbering needed
-        RETURN QUERY EXECUTE format(
-        'SELECT 1, min(e.ts), max(e.ts), count(*), sum(e.val)::numeric, min(e.val), max(e.val),
-                avg(e.val)::double precision
-           FROM (SELECT * FROM (%s) AS u ORDER BY ts DESC, uuid DESC LIMIT $2) AS e
-         HAVING count(*) > 0', v_parts)
-        USING v_from, v_rows;
+    IF v_rows = p_size THEN
+        -- One window, the last p_size events: the seconds after v_from whole, from the rollups;
+        -- of second v_from itself only its newest events, read from the rows -- so the rows
+        -- read are one second's, not p_size.
+        SELECT coalesce(sum(r.n), 0), sum(r.total), min(r.vmin), max(r.vmax)
+          INTO v_n, v_total, v_min, v_max
+          FROM slidewin.rollups r WHERE r.sec > v_from;
+        EXECUTE format('SELECT count(*), sum(val), min(val), max(val), min(ts) FROM '
+                       '(SELECT * FROM (%s) AS u ORDER BY ts DESC, uuid DESC LIMIT $2) AS e',
+                       replace(v_parts, 'ts >= $1', 'ts >= $1 AND ts < $1 + interval ''1 s'''))
+          INTO v_bn, v_btotal, v_bmin, v_bmax, v_first USING v_from, v_rows - v_n;
+        IF v_n + v_bn = 0 THEN
+            RETURN;
+        END IF;
+        IF v_bn = 0 THEN  -- fewer events than p_size: all of them, from the oldest
+            EXECUTE format('SELECT min(ts) FROM (%s) AS u',
+                           replace(replace(v_parts, ' DESC', ''), 'LIMIT $2', 'LIMIT 1'))
+              INTO v_first USING v_from;
+        END IF;
+        EXECUTE format('SELECT max(ts) FROM (%s) AS u', replace(v_parts, 'LIMIT $2', 'LIMIT 1'))
+          INTO v_last USING v_from;
+        v_n := v_n + v_bn;
+        v_total := coalesce(v_total, 0) + coalesce(v_btotal, 0);
+        RETURN QUERY SELECT 1, v_first, v_last, v_n, v_total, least(v_min, v_bmin),
+                            greatest(v_max, v_bmax), (v_total / v_n)::double precision;
         RETURN;
     END IF;
     RETURN QUERY EXECUTE format(
