@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from db.events import partition_of
+from db.schema import init_schema
 from ingest.batch import GOOD_SCHEMA
 from ingest.sink import BatchRows, InlineRetention, write_batch
 from tests.conftest import T0
@@ -78,6 +79,54 @@ def test_batch_writes_rows_dead_letters_marker_and_state(iconn):
     state = conn.execute("SELECT newest_ts FROM slidewin.stream_state WHERE query_id = 'q'")
     assert state.fetchone()[0] == T0 + timedelta(seconds=0.5)
     assert_rollups_exact(iconn)
+
+
+def test_dead_letters_keep_their_event_time_and_the_state_its_grace(iconn):
+    """event_ts is stored to the microsecond whatever time zone the Arrow column carries, for
+    the reasons that have one (late here, not bad_ts); NULL stays NULL, also for a bad table
+    without the column; the grace passed with a batch is recorded with the stream time, and a
+    batch without one keeps it."""
+    late = T0 + timedelta(seconds=40, microseconds=500001)
+    bad = pa.table(
+        {
+            "source": ["f.jsonl"] * 3,
+            "reason": ["late", "bad_ts", "late"],
+            "detail": [None, None, None],
+            "raw": ["v", "w", "y"],
+            "ts": pa.array([late, late, None], pa.timestamp("us", tz="UTC")).cast(
+                pa.timestamp("us", tz="America/New_York")
+            ),
+        }
+    )
+    five = timedelta(seconds=5)
+    write_batch(iconn, "q/text", "q", 0, lambda _n: BatchRows(rows([("a", 1, 100, 1)]).good, bad),
+                grace=five)
+    got = iconn.execute("SELECT raw, event_ts FROM slidewin.dead_letters ORDER BY raw")
+    assert got.fetchall() == [("v", late), ("w", None), ("y", None)]
+    state = "SELECT newest_ts, grace FROM slidewin.stream_state WHERE query_id = 'q'"
+    assert iconn.execute(state).fetchone() == (T0 + timedelta(seconds=100), five)
+    write(iconn, 1, rows([("b", 1, 101, 1)], [("malformed", "x")]))  # no grace: kept
+    assert iconn.execute(state).fetchone() == (T0 + timedelta(seconds=101), five)
+    x = iconn.execute("SELECT event_ts FROM slidewin.dead_letters WHERE raw = 'x'").fetchone()
+    assert x == (None,)
+    write_batch(iconn, "q/text", "q", 2, lambda _n: rows([]), grace=timedelta(minutes=2))
+    assert iconn.execute(state).fetchone()[1] == timedelta(minutes=2)
+
+
+def test_a_store_from_before_grace_ends_with_one_ingest_advance(iconn):
+    """A store made before p_grace has the three-argument function; init drops it, so a call
+    with two or three arguments is not ambiguous between two overloads."""
+    iconn.execute(
+        "CREATE OR REPLACE FUNCTION slidewin.ingest_advance(p_query_id text, "
+        "p_newest_ts timestamptz, p_now timestamptz DEFAULT now()) RETURNS timestamptz "
+        "LANGUAGE sql AS 'SELECT p_newest_ts'"
+    )
+    init_schema(iconn)
+    init_schema(iconn)
+    count = "SELECT count(*) FROM pg_proc WHERE proname = 'ingest_advance'"
+    assert iconn.execute(count).fetchone()[0] == 1
+    row = iconn.execute("SELECT slidewin.ingest_advance('one', %s, %s)", (T0, T0)).fetchone()
+    assert row == (T0,)
 
 
 def test_a_batch_in_chunks_is_counted_as_one(iconn):
