@@ -145,3 +145,22 @@ def test_bad_parameters_name_the_parameter_and_the_fix(timeline, call, message):
     with pytest.raises(ProcedureError, match=re.escape(message)) as e:
         call(timeline)
     assert "(" in str(e.value)  # the hint: what to do instead
+
+
+def test_buckets_align_to_the_epoch_before_it_too(sconn):
+    """The ingest accepts times from 0001-01-01; their buckets must hold them and be aligned
+    (some PostgreSQL releases' date_bin() is one stride early there, e.g. 16.2)."""
+    bad = sconn.execute(
+        "SELECT g, t, slidewin.grain_floor(t, g) FROM unnest(ARRAY[1, 7, 10, 60, 3600]) AS g, "
+        "unnest(ARRAY['0001-01-01 00:00:00+00', '0001-01-01 00:00:07.5+00', "
+        "'1969-12-31 23:59:50+00', '1969-12-31 23:59:59.5+00', '1970-01-01 00:00:00+00', "
+        "'2026-01-01 12:00:09.999+00']::timestamptz[]) AS t "
+        "WHERE slidewin.grain_floor(t, g) > t "
+        "   OR slidewin.grain_floor(t, g) + make_interval(secs => g) <= t "
+        "   OR mod(extract(epoch FROM slidewin.grain_floor(t, g)), g) <> 0"
+    ).fetchall()
+    assert bad == []
+    put(sconn, [(K[0], 9, at(0).replace(year=1, month=1, day=1, hour=0))])  # 0001-01-01 00:00
+    found = windows.tumbling(sconn, secs(3600), at(0).replace(year=1, month=1, day=1, hour=0),
+                             at(0).replace(year=1, month=1, day=1, hour=1))
+    assert [(w.n, int(w.total)) for w in found] == [(1, 9)]
