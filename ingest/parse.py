@@ -369,6 +369,34 @@ def good_rows(df: DataFrame, partitions: int) -> DataFrame:
     )
 
 
+PARTIALS_COLUMNS = ("pid", "part", "sec", "n", "total", "vmin", "vmax")
+
+
+def partials(output: DataFrame) -> DataFrame:
+    """The rollups' partials of a ``batch_output`` plan: per (Spark partition of the scan,
+    part, second), count, sum, min and max of its valid rows -- what PostgreSQL's statement
+    triggers would compute from the same rows, computed by Spark instead.
+
+    ``pid`` (``spark_partition_id()``, evaluated before the shuffle, so the scan's partition)
+    ties each partial to the Arrow table ``ingest.pull`` pulls of the same partition; only the
+    partials (a few rows per second and partition) cross the shuffle, never the rows. Duplicates
+    within a partition are counted as often as they occur: the sink uses a partition's partials
+    only when its rows hold none (``ingest.sink``). ``total`` is decimal(38,0): a second's sum
+    of 64-bit values can overflow 64 bits, and PostgreSQL keeps it as numeric.
+    """
+    valid = output.where(F.col("reason").isNull())
+    return valid.groupBy(
+        F.spark_partition_id().alias("pid"),
+        F.col("part"),
+        F.date_trunc("second", F.col("ts")).alias("sec"),
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.col("val").cast("decimal(38,0)")).alias("total"),
+        F.min("val").alias("vmin"),
+        F.max("val").alias("vmax"),
+    )
+
+
 def partition_expr(uuid: Column, partitions: int) -> Column:
     """slidewin.partition_of in Spark: first 32 bits of md5(uuid), unsigned, mod partitions."""
     return F.pmod(

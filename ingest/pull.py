@@ -36,7 +36,14 @@ from ingest.spark_internals import (
     partition_frames,
 )
 
-__all__ = ["AHEAD", "PullUnavailable", "arrow_partitions", "arrow_schema", "partition_order"]
+__all__ = [
+    "AHEAD",
+    "PullUnavailable",
+    "arrow_partitions",
+    "arrow_schema",
+    "indexed_partitions",
+    "partition_order",
+]
 
 # partitions Spark computes ahead of the caller: with two, Spark's tasks took the core the
 # database writes on, and JSON gained little
@@ -44,7 +51,15 @@ AHEAD = 1
 
 
 def arrow_partitions(df: DataFrame) -> Iterator[pa.Table]:
-    """Each non-empty partition of ``df`` as one Arrow table, in the order of its files.
+    """Each non-empty partition of ``df`` as one Arrow table, in the order of its files."""
+    for _index, table in indexed_partitions(df):
+        yield table
+
+
+def indexed_partitions(df: DataFrame) -> Iterator[tuple[int, pa.Table]]:
+    """``(partition index, table)`` for each non-empty partition of ``df``, in the order of its
+    files. The index is Spark's partition id (``spark_partition_id()`` in a plan over the same
+    scan), which ties a table to what another job computed of the same partition.
 
     Spark errors surface as they do for ``toArrow`` (``Py4JJavaError``) when the partition
     that raised them is pulled. If the caller stops early, the partition being computed is
@@ -61,13 +76,14 @@ def arrow_partitions(df: DataFrame) -> Iterator[pa.Table]:
         lambda index: _collect(rdd, index, schema)
     )
     with ThreadPoolExecutor(max_workers=AHEAD, thread_name_prefix="slidewin-pull") as pool:
-        running = deque(pool.submit(collect, index) for index in order[:AHEAD])
+        running = deque((index, pool.submit(collect, index)) for index in order[:AHEAD])
         for following in [*order[AHEAD:], None]:
-            table = running.popleft().result()
+            index, pulling = running.popleft()
+            table = pulling.result()
             if following is not None:
-                running.append(pool.submit(collect, following))
+                running.append((following, pool.submit(collect, following)))
             if table.num_rows:
-                yield table
+                yield index, table
 
 
 def _collect(rdd: ArrowBatchRdd, index: int, schema: pa.Schema) -> pa.Table:

@@ -11,11 +11,16 @@ Order inside the transaction (autocommit connection + ``conn.transaction()``):
 4. raw rows: binary COPY straight into their partitions of slidewin.events (one COPY per partition
    written, no tuple routing) inside a SAVEPOINT (fast path); on a unique violation -- a row
    already stored by an earlier batch, file or replay -- roll back to the savepoint and COPY
-   into a TEMP staging table, then ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. Either
-   way the statement triggers (each partition carries the same ones as slidewin.events) add
-   exactly the inserted rows to slidewin.rollups, so the stored rollups stay exact even when a
-   duplicate of an old event arrives (rollups summed in Spark would count it twice);
-5. dead letters (COPY), the stream state (greatest of old and new), optional inline nibbles of
+   into a TEMP staging table, then ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``.
+   Rollups: a chunk that carries Spark's partials (``BatchRows.pid``) and holds no in-batch
+   duplicate is COPYed with the insert trigger stepped aside (``slidewin.precomputed_rollups``,
+   set for that COPY alone, undone with its savepoint); every other chunk -- the staging path
+   above, which may insert fewer rows than it sent, included -- leaves the rollups to the
+   statement triggers, which add exactly the rows inserted;
+5. Spark's partials of the chunks COPYed that way: checked against those chunks' rows, then
+   merged per (part, second) and applied with one upsert (``slidewin.rollups_add``), before
+   anything below can read or nibble the rollups;
+6. dead letters (COPY), the stream state (greatest of old and new), optional inline nibbles of
    the partitions written, the marker's counts; commit.
 
 The fault hook (``SLIDEWIN_INGEST_FAULT=before_commit|after_commit``) exists for the crash tests:
@@ -58,6 +63,20 @@ class BatchRows:
     good: pa.Table
     bad: pa.Table
     source: str = ""  # the one file these rows came from, when they came from one
+    pid: int | None = None  # the Spark partition they are, when Spark computes its partials
+
+
+@dataclass(frozen=True)
+class Partials:
+    """The last item of a batch's chunks, when Spark computes the rollups' partials: ``fetch``
+    returns them (``ingest.parse.PARTIALS_COLUMNS``) for every Spark partition of the batch."""
+
+    fetch: Callable[[], pa.Table]
+
+
+class PartialsMismatch(Exception):
+    """Spark's partials of a partition do not match the rows written for it; the batch rolls
+    back (its writer retries it with the rollups left to the triggers)."""
 
 
 @dataclass(frozen=True)
@@ -87,22 +106,35 @@ class BatchResult:
     path: str = ""
     seconds: float = 0.0
     compute_s: float = 0.0
+    spark_rollups: int = 0  # rows whose rollups came from Spark's partials, not the triggers
 
 
 # A chunk is its rows, or a function that makes them: the sink's writer thread calls it, so
 # work such as the in-batch dedup runs while Spark computes the next chunk.
 Chunk = BatchRows | Callable[[], BatchRows]
-Compute = Callable[[datetime | None], "BatchRows | Iterable[Chunk]"]
+Compute = Callable[[datetime | None], "BatchRows | Iterable[Chunk | Partials]"]
 # Writes a chunk's good rows: (inserted, path, the rows as written -- ``ingest.isolate`` moves
 # rows PostgreSQL refuses from good to bad)
 Insert = Callable[[psycopg.Connection, BatchRows], "tuple[int, str, BatchRows]"]
 
 
+PRECOMPUTED = "copy, rollups from Spark"  # the path of a chunk COPYed with Spark's partials
+PRECOMPUTED_SETTING = "slidewin.precomputed_rollups"  # read by slidewin.rollups_on_insert
+
+
 def insert_rows(conn: psycopg.Connection, rows: BatchRows) -> tuple[int, str, BatchRows]:
-    """The default ``Insert``: ``insert_arrow_events`` on the good rows; a failure fails the
-    batch."""
-    inserted, path = insert_arrow_events(conn, rows.good)
+    """The default ``Insert``: ``insert_arrow_events`` on the good rows, with Spark's partials
+    where the chunk has them and no in-batch duplicate; a failure fails the batch."""
+    inserted, path = insert_arrow_events(conn, rows.good, precomputed=presummable(rows))
     return inserted, path, rows
+
+
+def presummable(rows: BatchRows) -> bool:
+    """Spark's partials of this chunk equal the aggregates of the rows a COPY inserts: Spark
+    computed them (``pid``) and counted no row twice (no in-batch duplicate, ``copies`` 1)."""
+    if rows.pid is None or rows.good.num_rows == 0:
+        return False
+    return pc.max(rows.good["copies"]).as_py() == 1
 
 
 def write_batch(
@@ -131,7 +163,9 @@ def write_batch(
         written = _write_chunks(
             conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id, insert
         )
+        spark_rollups = apply_partials(conn, written.tally.presummed, written.partials)
         result = _finish(conn, query_id, state_key, batch_id, written, inline, grace)
+        result = replace(result, spark_rollups=spark_rollups)
         _fault("before_commit", batch_id)
     _fault("after_commit", batch_id)
     return replace(result, seconds=time.monotonic() - started)
@@ -147,9 +181,12 @@ class _Tally:
     parts: Counter[int] = field(default_factory=Counter)
     reasons: Counter[str] = field(default_factory=Counter)
     rejected: int = 0
+    presummed: dict[int, PartitionCheck] = field(default_factory=dict)  # by Spark partition
 
-    def add(self, rows: BatchRows) -> None:
+    def add(self, rows: BatchRows, path: str = "") -> None:
         good, bad = rows.good, rows.bad
+        if path == PRECOMPUTED and rows.pid is not None:
+            self.presummed[rows.pid] = PartitionCheck.of(good)
         if good.num_rows:
             self.valid += int(pc.sum(good["copies"]).as_py() or 0)
             chunk_max = pc.max(good["ts"]).as_py()
@@ -161,20 +198,47 @@ class _Tally:
 
 
 @dataclass(frozen=True)
+class PartitionCheck:
+    """What Spark's partials of a partition must agree with: the rows COPYed for it. Cheap to
+    take (vectorised), and a partial of the wrong partition -- were the two Spark jobs ever to
+    split the scan differently -- fails it."""
+
+    n: int
+    vmin: int
+    vmax: int
+    sec_min: datetime
+    sec_max: datetime
+
+    @classmethod
+    def of(cls, good: pa.Table) -> PartitionCheck:
+        vals = pc.min_max(good["val"]).as_py()
+        ts = pc.min_max(good["ts"]).as_py()
+        return cls(
+            good.num_rows, vals["min"], vals["max"], _second(ts["min"]), _second(ts["max"])
+        )
+
+
+def _second(t: datetime) -> datetime:
+    return t.replace(microsecond=0)
+
+
+@dataclass(frozen=True)
 class _Written:
     tally: _Tally
     accepted: int
     path: str
     compute_s: float
+    partials: Partials | None = None
 
 
 def _write_chunks(
-    conn: psycopg.Connection, chunks: Iterable[Chunk], batch_id: int, insert: Insert
+    conn: psycopg.Connection, chunks: Iterable[Chunk | Partials], batch_id: int, insert: Insert
 ) -> _Written:
     """Write each chunk while the next one is computed (at most one write in flight, so the
     writer thread is the only one that touches the tally until the end)."""
     tally, accepted, compute_s = _Tally(), 0, 0.0
     paths: list[str] = []
+    partials: Partials | None = None
     source, pending = iter(chunks), None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slidewin-sink") as pool:
         try:
@@ -182,6 +246,9 @@ def _write_chunks(
                 tick = time.monotonic()
                 rows = next(source, None)
                 compute_s += time.monotonic() - tick
+                if isinstance(rows, Partials):
+                    partials = rows
+                    continue
                 if pending is not None:
                     done, pending = pending.result(), None
                     accepted, paths = accepted + done[0], [*paths, done[1]]
@@ -193,7 +260,7 @@ def _write_chunks(
             if pending is not None:  # never leave the transaction while a COPY still runs
                 wait([pending])
     label = "+".join(sorted(set(paths) - {"empty"})) or "empty"
-    return _Written(tally, accepted, label, compute_s)
+    return _Written(tally, accepted, label, compute_s, partials)
 
 
 def _value_counts(values: pa.ChunkedArray) -> dict:
@@ -205,7 +272,7 @@ def _write_chunk(
 ) -> tuple[int, str]:
     rows = chunk if isinstance(chunk, BatchRows) else chunk()
     accepted, path, rows = insert(conn, rows)
-    tally.add(rows)
+    tally.add(rows, path)
     copy_dead_letters(conn, rows.bad, batch_id)
     return accepted, path
 
@@ -271,20 +338,85 @@ def _finish(
     return replace(result, compute_s=written.compute_s)
 
 
-def insert_arrow_events(conn: psycopg.Connection, good: pa.Table) -> tuple[int, str]:
+def insert_arrow_events(
+    conn: psycopg.Connection, good: pa.Table, *, precomputed: bool = False
+) -> tuple[int, str]:
     """Insert the batch's rows, skipping (uuid, ts) already stored. Returns (inserted, path):
     ``copy`` (binary COPY straight into the partitions) or, when some row is stored already,
-    ``staging`` (``db.events.insert_staged``)."""
+    ``staging`` (``db.events.insert_staged``).
+
+    ``precomputed``: the caller adds these rows' rollups itself (``apply_partials``), so the
+    COPY runs with the insert trigger stepped aside (path ``PRECOMPUTED``). The switch is
+    transaction-local and set inside the COPY's savepoint, so a unique violation undoes it with
+    the COPY, and the staging path's insert -- which may insert fewer rows than it was sent --
+    always leaves the rollups to the trigger."""
     if good.num_rows == 0:
         return 0, "empty"
     rows = good.select(["part", "uuid", "val", "ts"])
     try:
         with conn.transaction():  # SAVEPOINT: a unique violation undoes only these COPYs
+            if precomputed:
+                _precomputed(conn, True)
             for table, piece in by_partition(rows):
                 _copy(conn, f"COPY {table} {EVENTS_COPY}", piece)
-        return good.num_rows, "copy"
+            if precomputed:
+                _precomputed(conn, False)
+        return good.num_rows, PRECOMPUTED if precomputed else "copy"
     except psycopg.errors.UniqueViolation:
         return insert_staged(conn, encode_events(rows)), "staging"
+
+
+def _precomputed(conn: psycopg.Connection, on: bool) -> None:
+    conn.execute("SELECT set_config(%s, %s, true)", (PRECOMPUTED_SETTING, "on" if on else "off"))
+
+
+def apply_partials(
+    conn: psycopg.Connection,
+    presummed: Mapping[int, PartitionCheck],
+    partials: Partials | None,
+) -> int:
+    """Add Spark's partials of the partitions COPYed without the trigger to the rollups, with
+    one upsert in (second, part) order (``slidewin.rollups_add``, which also keeps the coarse
+    grains and signals the change). Each partition's partials are first checked against its
+    rows (``PartitionCheck``). Returns the rows they cover."""
+    if not presummed:
+        return 0
+    if partials is None:
+        raise PartialsMismatch("rows were COPYed for Spark's partials, but none were computed")
+    table = partials.fetch()
+    table = table.filter(pc.is_in(table["pid"], pa.array(list(presummed), table["pid"].type)))
+    _check_partials(table, presummed)
+    merged = table.group_by(["part", "sec"], use_threads=False).aggregate(
+        [("n", "sum"), ("total", "sum"), ("vmin", "min"), ("vmax", "max")]
+    )
+    with procedure_errors():
+        conn.execute(
+            "SELECT slidewin.rollups_add(%s::timestamptz[], %s::smallint[], %s::bigint[], "
+            "%s::numeric[], %s::bigint[], %s::bigint[])",
+            [
+                merged[name].to_pylist()
+                for name in ("sec", "part", "n_sum", "total_sum", "vmin_min", "vmax_max")
+            ],
+        )
+    return sum(check.n for check in presummed.values())
+
+
+def _check_partials(table: pa.Table, presummed: Mapping[int, PartitionCheck]) -> None:
+    by_pid = table.group_by("pid", use_threads=False).aggregate(
+        [("n", "sum"), ("vmin", "min"), ("vmax", "max"), ("sec", "min"), ("sec", "max")]
+    )
+    found = {
+        row["pid"]: PartitionCheck(
+            row["n_sum"], row["vmin_min"], row["vmax_max"], row["sec_min"], row["sec_max"]
+        )
+        for row in by_pid.to_pylist()
+    }
+    for pid, expected in presummed.items():
+        if found.get(pid) != expected:
+            raise PartialsMismatch(
+                f"Spark's partials of partition {pid} ({found.get(pid)}) do not match "
+                f"the rows written for it ({expected})"
+            )
 
 
 def by_partition(rows: pa.Table) -> Iterator[tuple[str, bytes]]:

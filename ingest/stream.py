@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import PurePosixPath
@@ -29,8 +30,17 @@ from db.reconnect import Reconnector, is_connection_lost
 from ingest import batch, foreign, isolate, parse
 from ingest.config import IngestConfig
 from ingest.errors import first_line, spark_error_text
-from ingest.pull import PullUnavailable, arrow_partitions
-from ingest.sink import BatchResult, BatchRows, Chunk, InlineRetention, insert_rows, write_batch
+from ingest.pull import PullUnavailable, indexed_partitions
+from ingest.sink import (
+    BatchResult,
+    BatchRows,
+    Chunk,
+    InlineRetention,
+    Partials,
+    PartialsMismatch,
+    insert_rows,
+    write_batch,
+)
 from ingest.tidy import batch_files
 
 OnResult = Callable[[str, BatchResult], None]
@@ -87,7 +97,7 @@ class BatchHandler:
     def _write_or_narrow(self, df: DataFrame, batch_id: int) -> BatchResult:
         try:
             return self._write(df, batch_id, by_file=self._by_file(batch_id))
-        except _PulledBatchFailed as failed:  # its transaction rolled back: file by file
+        except (_PulledBatchFailed, PartialsMismatch) as failed:  # rolled back: file by file
             if isinstance(failed.__cause__, PullUnavailable):
                 self._pull = False
             return self._write(df, batch_id, by_file=True)
@@ -142,12 +152,15 @@ class BatchHandler:
         *,
         by_file: bool,
         narrow: bool = False,
-    ) -> Iterator[Chunk]:
+    ) -> Iterator[Chunk | Partials]:
         """Spark: parse and classify against the stream state, one Arrow table per Spark
         partition (the sink writes partition k while Spark computes partition k+1); the
         in-batch dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a
         key repeated across partitions. The batch is planned once (``ingest.pull``) from
-        Columns built once (the clock rules once per batch).
+        Columns built once (the clock rules once per batch). Spark also computes the rollups'
+        partials of each partition (``parse.partials``: a second job over the same scan whose
+        shuffle carries only the partials), which the sink applies for the partitions it
+        COPYs whole.
 
         If that fails -- a file Spark cannot read fails the whole job -- the sink's transaction
         rolls back and ``by_file`` computes the batch again from its files, a chunk of files per
@@ -168,13 +181,16 @@ class BatchHandler:
         head, tail = self._fixed
         steps = [*head, *parse.classify_steps(self.stream, limits), *tail]
         if not by_file:
+            plan = parse.apply(df, steps)
             try:
-                for table in arrow_partitions(parse.apply(df, steps)):
+                for pid, table in indexed_partitions(plan):
                     # split here: this thread waits on Spark's helper thread anyway, and the
                     # dedup is then off the database's path (the writer only writes)
-                    yield batch.split(table)
+                    yield replace(batch.split(table), pid=pid)
+                partials = parse.partials(plan).toArrow()
             except (*SPARK_ERRORS, PullUnavailable) as exc:
                 raise _PulledBatchFailed(first_line(str(exc))) from exc
+            yield Partials(lambda: partials)
             return
         paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
         if not paths:  # the file list is unknown (e.g. a remote checkpoint): one chunk

@@ -37,6 +37,7 @@ from tests.ingest_fixtures import (
     write_jsonl,
     write_lines,
 )
+from tests.invariants import assert_rollups_exact
 
 pytestmark = pytest.mark.spark
 
@@ -56,9 +57,11 @@ def iconn(conn):
     return clean_ingest_state(conn)
 
 
-def ingest_once(spark, dsn: str, tmp: Path, *, now: datetime = NOW, **kw) -> list[str]:
+def ingest_once(
+    spark, dsn: str, tmp: Path, *, now: datetime = NOW, on_batch=None, **kw
+) -> list[str]:
     """Run ``slidewin ingest --once`` in-process against ``tmp/landing`` with the clock pinned
-    at ``now``; return the progress."""
+    at ``now``; return the progress (``on_batch``: called with each batch's result)."""
     base = {
         "landing": tmp / "landing",
         "checkpoint_dir": tmp / "cp",
@@ -71,7 +74,10 @@ def ingest_once(spark, dsn: str, tmp: Path, *, now: datetime = NOW, **kw) -> lis
     }
     config = IngestConfig(**{**base, **kw})
     lines: list[str] = []
-    run(preflight(config, dsn), dsn, lines.append, spark=spark, clock=lambda: now)
+    run(
+        preflight(config, dsn), dsn, lines.append, spark=spark, clock=lambda: now,
+        on_batch=on_batch,
+    )
     return lines
 
 
@@ -361,6 +367,48 @@ def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_pe
     assert pulled.equals(df.toArrow().sort_by("uuid"))
 
 
+def test_spark_partials_are_the_aggregates_of_each_pulled_partition(
+    spark, tmp_path, one_file_per_partition
+):
+    """``parse.partials`` (a second job over the same scan) gives, per Spark partition, the
+    count/sum/min/max per (part, second) of exactly the valid rows ``ingest.pull`` pulls of
+    that partition -- in-partition duplicates counted, bad rows left out, extreme values
+    summed without overflow."""
+    from ingest import parse
+    from ingest.pull import indexed_partitions
+
+    big = 2**63 - 1
+    for name, vals in {"a": [big, big, 3, -4], "b": [5, 6, 7, -(2**63)], "c": [1, 2, 3, 4]}.items():
+        rows = [(f"{name}{i % 3}", v, T0 + timedelta(milliseconds=400 * i))
+                for i, v in enumerate(vals)]
+        rows.append(rows[0])  # an in-batch duplicate
+        table = pa.table({
+            "uuid": [r[0] for r in rows] + [""],  # and a row missing its uuid
+            "val": pa.array([r[1] for r in rows] + [1], pa.int64()),
+            "ts": pa.array([r[2] for r in rows] + [T0], pa.timestamp("us", tz="UTC")),
+        })
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+    limits = parse.Limits(now=NOW, newest_before=None, grace=timedelta(hours=1), history=None,
+                          max_future=timedelta(hours=1))
+    steps = [*parse.parse_steps("parquet"), *parse.classify_steps("parquet", limits),
+             *parse.output_steps("parquet", 4)]
+    paths = sorted(str(p) for p in tmp_path.glob("*.parquet"))
+    plan = parse.apply(parse.read_files(spark, "parquet", paths), steps)
+
+    expected: dict[tuple, list[int]] = {}
+    for pid, table in indexed_partitions(plan):
+        for row in table.to_pylist():
+            if row["reason"] is None:
+                key = (pid, row["part"], row["ts"].replace(microsecond=0))
+                expected.setdefault(key, []).append(row["val"])
+    got = {
+        (r["pid"], r["part"], r["sec"]): (r["n"], int(r["total"]), r["vmin"], r["vmax"])
+        for r in parse.partials(plan).toArrow().to_pylist()
+    }
+    assert got == {k: (len(v), sum(v), min(v), max(v)) for k, v in expected.items()}
+    assert len({k[0] for k in got}) == 3 and sum(n for n, *_ in got.values()) == 15
+
+
 def test_small_files_are_packed_into_one_partition(spark, tmp_path):
     """With slidewin's session settings a batch of small files is one partition (one chunk),
     not one per file (nor one per core)."""
@@ -395,22 +443,29 @@ def test_the_handler_pulls_a_batch_once_per_partition(
     land.mkdir()
     write_files(land)
     pulled, by_file = [], []
-    real_pull, real_collect = stream.arrow_partitions, stream.BatchHandler._collect_files
+    real_pull, real_collect = stream.indexed_partitions, stream.BatchHandler._collect_files
 
     def spy_pull(df):
-        for table in real_pull(df):
+        for pid, table in real_pull(df):
             pulled.append(table.num_rows)
-            yield table
+            yield pid, table
 
     def spy_collect(self, *args):
         by_file.append(args)
         return real_collect(self, *args)
 
-    monkeypatch.setattr(stream, "arrow_partitions", spy_pull)
+    monkeypatch.setattr(stream, "indexed_partitions", spy_pull)
     monkeypatch.setattr(stream.BatchHandler, "_collect_files", spy_collect)
-    ingest_once(spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=10)
+    results = []
+    ingest_once(
+        spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=10,
+        on_batch=lambda _stream, result: results.append(result),
+    )
     assert pulled == [5, 50, 20, 35] and by_file == []
     assert len(stored_rows(iconn)) == 110
+    # no duplicate anywhere: every row's rollups came from Spark, not the triggers
+    assert [r.spark_rollups for r in results] == [110]
+    assert_rollups_exact(iconn)
 
 
 def test_split_text_files_are_written_in_file_and_line_order(spark, store_dsn, iconn, tmp_path):

@@ -7,6 +7,12 @@ checked against the nibble contract computed in Python), a manual DELETE and UPD
 user types them (through the parent and through one partition), an upsert, a TRUNCATE of one
 partition and a rolled-back transaction. Times are pinned around T0 so seconds collide.
 
+Batches also go through the ingest's sink as Spark hands them over (``sink_batch``): chunks
+carrying Spark's partials (computed here as ``ingest.parse.partials`` computes them, in-chunk
+duplicates counted; ``test_ingest_stream`` checks Spark's against the same brute force), with
+duplicates within a chunk, across chunks and of rows already stored, replays of a committed
+batch, batches killed before commit, and partials that do not match their rows.
+
 Runs derandomized (the same examples on every run, as CI needs). Set SLIDEWIN_HYPOTHESIS=explore
 for a longer, random search.
 """
@@ -17,6 +23,8 @@ import os
 from datetime import datetime, timedelta
 
 import psycopg
+import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -24,6 +32,8 @@ from psycopg import sql
 
 from db import retention
 from db.events import Event, copy_events, partition_of
+from ingest import batch as arrow_batch
+from ingest.sink import BatchRows, Partials, PartialsMismatch, write_batch
 from tests import store_fixtures
 from tests.conftest import CLEAN_SQL, T0
 from tests.invariants import rollup_drift
@@ -65,6 +75,42 @@ def expected_victims(before: list[Row], cutoff: datetime | None, target: int | N
     return min(chunk, max(excess, old))
 
 
+def chunk_rows(chunk: list[Row], pid: int) -> BatchRows:
+    """A chunk as ``ingest.stream`` hands it to the sink: deduplicated good rows, no dead
+    letters, the Spark partition it is."""
+    table = pa.table({
+        "part": pa.array([partition_of(u, PARTS) for u, _v, _t in chunk], pa.int16()),
+        "uuid": pa.array([u for u, _v, _t in chunk], pa.string()),
+        "val": pa.array([v for _u, v, _t in chunk], pa.int64()),
+        "ts": pa.array([t for _u, _v, t in chunk], pa.timestamp("us", tz="UTC")),
+    })
+    bad = pa.table({c: pa.array([], pa.string()) for c in arrow_batch.DEAD_LETTER_COLUMNS})
+    return BatchRows(arrow_batch.dedup(table), bad, pid=pid)
+
+
+def spark_partials(chunks: list[list[Row]]) -> pa.Table:
+    """What ``ingest.parse.partials`` computes: per (pid, part, second) of each chunk's valid
+    rows, every copy of a duplicate counted."""
+    groups: dict[tuple[int, int, datetime], list[int]] = {}
+    for pid, chunk in enumerate(chunks):
+        for u, v, t in chunk:
+            groups.setdefault((pid, partition_of(u, PARTS), t.replace(microsecond=0)), []).append(v)
+    keys = sorted(groups)
+    return pa.table({
+        "pid": pa.array([k[0] for k in keys], pa.int32()),
+        "part": pa.array([k[1] for k in keys], pa.int16()),
+        "sec": pa.array([k[2] for k in keys], pa.timestamp("us", tz="UTC")),
+        "n": pa.array([len(groups[k]) for k in keys], pa.int64()),
+        "total": pa.array([sum(groups[k]) for k in keys], pa.decimal128(38, 0)),
+        "vmin": pa.array([min(groups[k]) for k in keys], pa.int64()),
+        "vmax": pa.array([max(groups[k]) for k in keys], pa.int64()),
+    })
+
+
+class Killed(Exception):
+    """The process died before the batch committed (its transaction rolls back)."""
+
+
 class RollupMachine(RuleBasedStateMachine):
     dsn = ""
 
@@ -72,6 +118,7 @@ class RollupMachine(RuleBasedStateMachine):
         super().__init__()
         self.conn = psycopg.connect(self.dsn, autocommit=True)
         self.conn.execute(CLEAN_SQL)
+        self.batches: list[list[list[Row]]] = []  # committed sink batches, by batch id
 
     def teardown(self) -> None:
         self.conn.close()
@@ -111,6 +158,64 @@ class RollupMachine(RuleBasedStateMachine):
             "INSERT INTO slidewin.events (part, uuid, val, ts) "
             "VALUES (slidewin.partition_of(%s), %s, %s, %s) "
             "ON CONFLICT (part, ts, uuid) DO UPDATE SET val = excluded.val", (u, u, v, t))
+
+    # --- the ingest's sink, rollups from Spark's partials -------------------------------------
+
+    def _sink(self, batch_id: int, chunks: list[list[Row]], partials: pa.Table,
+              kill: bool = False) -> bool:
+        def compute(_newest):
+            yield from (chunk_rows(chunk, pid) for pid, chunk in enumerate(chunks))
+            if kill:
+                raise Killed
+            yield Partials(lambda: partials)
+
+        result = write_batch(self.conn, "machine", "machine/state", batch_id, compute)
+        if not result.skipped:
+            expected = sum(len(c) for c in chunks if len({(u, t) for u, _v, t in c}) == len(c))
+            assert result.spark_rollups <= expected
+        return result.skipped
+
+    @rule(chunks=st.lists(st.lists(events, max_size=8), min_size=1, max_size=3))
+    def sink_batch(self, chunks: list[list[Row]]) -> None:
+        assert not self._sink(len(self.batches), chunks, spark_partials(chunks))
+        self.batches.append(chunks)
+
+    @rule(data=st.data())
+    def sink_replays_a_committed_batch(self, data: st.DataObject) -> None:
+        if not self.batches:
+            return
+        batch_id = data.draw(st.integers(0, len(self.batches) - 1))
+        before = rows_of(self.conn)
+        chunks = self.batches[batch_id]
+        assert self._sink(batch_id, chunks, spark_partials(chunks)), "a replay is skipped"
+        assert rows_of(self.conn) == before
+
+    @rule(chunks=st.lists(st.lists(events, min_size=1, max_size=8), min_size=1, max_size=3))
+    def sink_batch_killed_before_commit(self, chunks: list[list[Row]]) -> None:
+        before = rows_of(self.conn)
+        try:
+            self._sink(len(self.batches), chunks, spark_partials(chunks), kill=True)
+        except Killed:
+            pass
+        assert rows_of(self.conn) == before
+
+    @rule(chunks=st.lists(st.lists(events, min_size=1, max_size=8), min_size=2, max_size=3))
+    def sink_batch_with_partials_of_another_partition(self, chunks: list[list[Row]]) -> None:
+        # the first chunk holds a value no other does, so the two partitions' partials differ
+        chunks = [[*chunks[0], (KEYS[0], 5000, T0 + timedelta(seconds=10))], *chunks[1:]]
+        before = rows_of(self.conn)
+        partials = spark_partials(chunks)
+        last = len(chunks) - 1
+        pid = partials["pid"]
+        swapped = pc.if_else(pc.equal(pid, 0), last, pc.if_else(pc.equal(pid, last), 0, pid))
+        partials = partials.set_column(0, "pid", swapped.cast(pa.int32()))
+        try:
+            self._sink(len(self.batches), chunks, partials)
+        except PartialsMismatch:
+            assert rows_of(self.conn) == before
+            return
+        # neither chunk was COPYed for its partials (a duplicate in it, or already stored)
+        self.batches.append(chunks)
 
     # --- nibbles, checked against the contract ------------------------------------------------
 
