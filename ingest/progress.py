@@ -17,11 +17,14 @@ def batch_line(stream: str, result: BatchResult, now: datetime) -> str:
     lag = f"{(now - result.newest_ts).total_seconds():.1f}s" if result.newest_ts else "-"
     stream_time = result.newest_ts.isoformat() if result.newest_ts else "-"
     nibbled = f", nibbled {result.nibbled}" if result.nibbled else ""
+    # rows whose rollups the triggers computed (duplicates, fallbacks): Spark sums the rest
+    by_triggers = result.accepted - result.spark_rollups
+    triggers = f", rollups of {by_triggers} by trigger" if by_triggers > 0 else ""
     return (
         f"[{stream}] batch {result.batch_id}: in {result.rows_in}, accepted {result.accepted}, "
         f"dup {result.duplicates}, rejected {result.rejected}"
         + (f" ({reasons})" if reasons else "")
-        + f"{nibbled}, {rate:,.0f} rows/s (spark {result.compute_s:.2f}s, "
+        + f"{nibbled}{triggers}, {rate:,.0f} rows/s (spark {result.compute_s:.2f}s, "
         f"db {result.seconds - result.compute_s:.2f}s), lag {lag}, stream time {stream_time}"
     )
 

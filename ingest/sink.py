@@ -118,7 +118,7 @@ Compute = Callable[[datetime | None], "BatchRows | Iterable[Chunk | Partials]"]
 Insert = Callable[[psycopg.Connection, BatchRows], "tuple[int, str, BatchRows]"]
 
 
-PRECOMPUTED = "copy, rollups from Spark"  # the path of a chunk COPYed with Spark's partials
+PRECOMPUTED = "presummed"  # the path of a chunk COPYed for Spark's partials (trigger aside)
 PRECOMPUTED_SETTING = "slidewin.precomputed_rollups"  # read by slidewin.rollups_on_insert
 
 

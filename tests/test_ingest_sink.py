@@ -4,16 +4,25 @@ No Spark: the batches are Arrow tables built here."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import psycopg
 import pyarrow as pa
 import pytest
 
+from client.bench.ingest import arrow_partials
 from db.events import partition_of
 from db.schema import init_schema
 from ingest.batch import GOOD_SCHEMA
-from ingest.sink import BatchRows, InlineRetention, write_batch
+from ingest.sink import (
+    PRECOMPUTED,
+    BatchRows,
+    InlineRetention,
+    Partials,
+    PartialsMismatch,
+    write_batch,
+)
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state
 from tests.invariants import assert_rollups_exact
@@ -222,3 +231,58 @@ def test_concurrent_writer_of_the_same_batch_waits_then_skips(iconn, store_dsn):
                 "INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES ('q/text', 3)"
             )
         assert write(conn, 3, rows([("a", 1, 0, 1)])).skipped
+
+
+# ---------------------------------------------------------------- rollups from Spark's partials
+
+
+def with_partials(batch: BatchRows, *chunks: BatchRows):
+    """Chunks as ``ingest.stream`` yields them: each a Spark partition (pid = its position),
+    then their partials (computed with Arrow, as Spark computes them: copies counted)."""
+    def compute(_newest):
+        parts = []
+        for pid, chunk in enumerate((batch, *chunks)):
+            yield replace(chunk, pid=pid)
+            every_copy = [r for r in chunk.good.to_pylist() for _ in range(r["copies"])]
+            sums = arrow_partials(pa.Table.from_pylist(every_copy, schema=GOOD_SCHEMA))
+            parts.append(sums.set_column(0, "pid", pa.array([pid] * sums.num_rows, pa.int32())))
+        yield Partials(lambda: pa.concat_tables(parts))
+    return compute
+
+
+def test_a_chunk_with_partials_is_copied_with_the_trigger_aside(iconn):
+    """The rows are COPYed with the insert trigger stepped aside and Spark's partials applied
+    once: were the trigger to fire too, every rollup would count twice."""
+    batch = rows([("a", 1, 0, 1), ("b", 5, 0.5, 1), ("c", -3, 2, 1)])
+    res = write_batch(iconn, "q/text", "q", 0, with_partials(batch, rows([("d", 9, 0.2, 1)])))
+    assert res.path == PRECOMPUTED and res.spark_rollups == 4 and res.accepted == 4
+    assert_rollups_exact(iconn)
+    # the switch was the COPY's alone: a psql insert on the same connection counts
+    iconn.execute("INSERT INTO slidewin.events (part, uuid, val, ts) "
+                  "VALUES (slidewin.partition_of('e'), 'e', 7, %s)", (T0,))
+    assert_rollups_exact(iconn)
+
+
+def test_duplicates_leave_the_rollups_to_the_trigger(iconn):
+    """A chunk with an in-batch duplicate (copies 2), or holding a row already stored (the
+    staging path, which inserts fewer rows than it was sent), is not summed from partials."""
+    write(iconn, 0, rows([("old", 4, 1, 1)]))
+    dup_in_batch = rows([("a", 1, 0, 2), ("b", 2, 0, 1)])
+    stored_again = rows([("old", 40, 1, 1), ("n", 3, 1, 1)])
+    fresh = rows([("f", 6, 3, 1)])
+    res = write_batch(iconn, "q/text", "q", 1, with_partials(dup_in_batch, stored_again, fresh))
+    assert res.spark_rollups == 1 and res.accepted == 4
+    assert res.path == f"copy+{PRECOMPUTED}+staging" == "copy+presummed+staging"
+    assert_rollups_exact(iconn)
+
+
+def test_partials_that_do_not_match_their_rows_roll_the_batch_back(iconn):
+    def compute(_newest):
+        yield replace(rows([("a", 1, 0, 1)]), pid=0)
+        sums = arrow_partials(rows([("a", 2, 0, 1)]).good)  # another value
+        yield Partials(lambda: sums)
+
+    with pytest.raises(PartialsMismatch):
+        write_batch(iconn, "q/text", "q", 0, compute)
+    assert iconn.execute("SELECT count(*) FROM slidewin.events").fetchone() == (0,)
+    assert iconn.execute("SELECT count(*) FROM slidewin.ingest_batches").fetchone() == (0,)

@@ -2,8 +2,11 @@
 
 One run measures, side by side on the same generated events:
 
-(a) ``copy_limit_rows_per_s`` -- the raw COPY limit: the same rows, the same schema (rollup
-    triggers included), the sink's own binary COPY into each partition, no Spark;
+(a) ``copy_limit_rows_per_s`` -- the database's limit: the same rows, the same schema, the
+    sink's own path with no Spark -- binary COPY into each partition with the insert trigger
+    stepped aside, then the rollups' partials (computed here, before the clock starts) applied
+    in one upsert, one transaction per file's rows; ``copy_limit_triggers_rows_per_s`` is the
+    same COPY with the rollups left to the statement triggers (every other writer's path);
 (b) ``ingest_events_per_s`` -- end to end through the code path of ``slidewin ingest --once``
     (``ingest.runner.run``), from the query's start to the last batch's commit, with as many
     files per batch as ``slidewin ingest`` takes (``max_files_per_trigger``); the JVM's start is
@@ -39,6 +42,7 @@ import numpy as np
 import psutil
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -46,7 +50,13 @@ from client.bench.stats import median, percentile
 from db.scratch import scratch_database
 from ingest.config import DEFAULT_MAX_FILES, IngestConfig
 from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
-from ingest.sink import BatchResult, insert_arrow_events
+from ingest.sink import (
+    BatchResult,
+    Partials,
+    PartitionCheck,
+    apply_partials,
+    insert_arrow_events,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -116,16 +126,50 @@ def with_partitions(table: pa.Table, partitions: int) -> pa.Table:
 # ---------------------------------------------------------------- (a) copy limit
 
 
-def copy_limit(dsn: str, table: pa.Table, rows_per_file: int) -> float:
-    """Rows/s of the sink's own COPY (binary, straight into each partition, rollup triggers
-    firing), one transaction per file's rows: the fastest way in, without Spark."""
+def copy_limit(dsn: str, table: pa.Table, rows_per_file: int, *, partials: bool = True) -> float:
+    """Rows/s of the sink's own COPY (binary, straight into each partition), one transaction per
+    file's rows: the fastest way in, without Spark. ``partials``: the rollups from partials
+    computed beforehand, as the sink applies Spark's; else from the statement triggers."""
+    chunks = [
+        table.slice(offset, rows_per_file).select(["part", "uuid", "val", "ts"])
+        for offset in range(0, table.num_rows, rows_per_file)
+    ]
+    sums = [(PartitionCheck.of(chunk), _fixed(arrow_partials(chunk))) for chunk in chunks]
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for offset in range(0, table.num_rows, rows_per_file):
-            chunk = table.slice(offset, rows_per_file).select(["part", "uuid", "val", "ts"])
+        for chunk, (check, sums_of_chunk) in zip(chunks, sums, strict=True):
             with conn.transaction():
-                insert_arrow_events(conn, chunk)
+                insert_arrow_events(conn, chunk, precomputed=partials)
+                if partials:
+                    apply_partials(conn, {0: check}, sums_of_chunk)
     return table.num_rows / (time.perf_counter() - started)
+
+
+def _fixed(table: pa.Table) -> Partials:
+    return Partials(lambda: table)
+
+
+def arrow_partials(rows: pa.Table) -> pa.Table:
+    """``ingest.parse.partials`` of one partition (pid 0), computed with Arrow: what Spark
+    hands the sink, made without Spark for the database's limit."""
+    keyed = pa.table({
+        "part": rows["part"],
+        "sec": pc.floor_temporal(rows["ts"], unit="second"),
+        "val": rows["val"],
+        "total": rows["val"].cast(pa.decimal128(38, 0)),
+    })
+    grouped = keyed.group_by(["part", "sec"], use_threads=False).aggregate(
+        [("val", "count"), ("total", "sum"), ("val", "min"), ("val", "max")]
+    )
+    return pa.table({
+        "pid": pa.array([0] * grouped.num_rows, pa.int32()),
+        "part": grouped["part"],
+        "sec": grouped["sec"],
+        "n": grouped["val_count"],
+        "total": grouped["total_sum"],
+        "vmin": grouped["val_min"],
+        "vmax": grouped["val_max"],
+    })
 
 
 # ---------------------------------------------------------------- (d) memory
@@ -296,11 +340,17 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
             "master": opts.master,
             "max_files_per_trigger": opts.max_files_per_trigger,
         }
-        with scratch_database(dsn, partitions=opts.partitions) as store:
-            report["copy_limit_rows_per_s"] = round(
-                copy_limit(store, with_partitions(table, opts.partitions), opts.rows_per_file)
-            )
-        progress(f"(a) COPY limit: {report['copy_limit_rows_per_s']:,} rows/s")
+        keyed = with_partitions(table, opts.partitions)
+        for key, partials in (("copy_limit_rows_per_s", True),
+                              ("copy_limit_triggers_rows_per_s", False)):
+            with scratch_database(dsn, partitions=opts.partitions) as store:
+                rate = copy_limit(store, keyed, opts.rows_per_file, partials=partials)
+            report[key] = round(rate)
+        del keyed
+        progress(
+            f"(a) COPY limit: {report['copy_limit_rows_per_s']:,} rows/s with the rollups from "
+            f"partials, {report['copy_limit_triggers_rows_per_s']:,} from the triggers"
+        )
         del table
         started = time.perf_counter()
         spark = build_session(opts.master)
