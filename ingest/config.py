@@ -22,6 +22,7 @@ from db.retention_settings import DEFAULT_NAME, read_settings
 
 FORMATS = ("auto", "json", "csv", "parquet")
 PROCESSED = ("archive", "delete", "keep")
+ROLLUPS = ("spark", "database")  # who sums the rollups of ingested rows
 DEFAULT_GRACE = timedelta(seconds=5)
 DEFAULT_MAX_FUTURE = timedelta(minutes=1)
 DEFAULT_TRIGGER = timedelta(seconds=1)
@@ -52,6 +53,7 @@ class IngestConfig:
     spark_ui: bool = False
     query_id: str = "ingest"
     reconnect_timeout: timedelta = DEFAULT_TIMEOUT
+    rollups: str = "spark"
 
     def __post_init__(self) -> None:
         self._check_choices()
@@ -66,6 +68,8 @@ class IngestConfig:
             raise ConfigError(
                 f"--processed {self.processed!r} is not one of {', '.join(PROCESSED)}"
             )
+        if self.rollups not in ROLLUPS:
+            raise ConfigError(f"--rollups {self.rollups!r} is not one of {', '.join(ROLLUPS)}")
         if not _QUERY_ID.match(self.query_id):
             raise ConfigError(
                 f"--query-id {self.query_id!r} must be 1-100 letters, digits, '_', '.' or '-'"

@@ -182,15 +182,18 @@ class BatchHandler:
         steps = [*head, *parse.classify_steps(self.stream, limits), *tail]
         if not by_file:
             plan = parse.apply(df, steps)
+            by_spark = self.config.rollups == "spark"
             try:
                 for pid, table in indexed_partitions(plan):
                     # split here: this thread waits on Spark's helper thread anyway, and the
                     # dedup is then off the database's path (the writer only writes)
-                    yield replace(batch.split(table), pid=pid)
-                partials = parse.partials(plan).toArrow()
+                    yield replace(batch.split(table), pid=pid if by_spark else None)
+                # after the pull: its one job then runs while the sink writes the last chunk
+                partials = parse.partials(plan).toArrow() if by_spark else None
             except (*SPARK_ERRORS, PullUnavailable) as exc:
                 raise _PulledBatchFailed(first_line(str(exc))) from exc
-            yield Partials(lambda: partials)
+            if partials is not None:
+                yield Partials(lambda: partials)
             return
         paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
         if not paths:  # the file list is unknown (e.g. a remote checkpoint): one chunk

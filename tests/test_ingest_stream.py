@@ -468,6 +468,21 @@ def test_the_handler_pulls_a_batch_once_per_partition(
     assert_rollups_exact(iconn)
 
 
+def test_rollups_by_the_database_leave_spark_out_of_them(spark, store_dsn, iconn, tmp_path):
+    """``--rollups database``: no partials job, every row's rollups from the triggers, just as
+    exact."""
+    land = tmp_path / "landing"
+    land.mkdir()
+    write_files(land)
+    results = []
+    ingest_once(
+        spark, store_dsn, tmp_path, format="parquet", rollups="database",
+        on_batch=lambda _stream, result: results.append(result),
+    )
+    assert [(r.accepted, r.spark_rollups) for r in results] == [(110, 0)]
+    assert_rollups_exact(iconn)
+
+
 def test_split_text_files_are_written_in_file_and_line_order(spark, store_dsn, iconn, tmp_path):
     """Files split into several partitions: every line is read once, and a key repeated in a
     later file loses to its first occurrence (the last lines of the first file, which Spark

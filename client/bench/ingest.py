@@ -71,6 +71,7 @@ class BenchOptions:
     rows_per_file: int = 200_000
     max_files_per_trigger: int = DEFAULT_MAX_FILES  # as `slidewin ingest --once`
     master: str = "local[*]"
+    rollups: str = "spark"
     partitions: int = 8
     freshness_seconds: float = 30.0
     freshness_rate: int = 5_000
@@ -216,6 +217,7 @@ def ingest_config(work: Path, name: str, opts: BenchOptions, **kw: Any) -> Inges
         "format": opts.format,
         "max_files_per_trigger": opts.max_files_per_trigger,
         "master": opts.master,
+        "rollups": opts.rollups,
         "query_id": f"bench-{name}",
         "max_future": timedelta(hours=1),
         "grace": timedelta(hours=1),
@@ -338,6 +340,7 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
             "events": opts.events,
             "format": opts.format,
             "master": opts.master,
+            "rollups": opts.rollups,
             "max_files_per_trigger": opts.max_files_per_trigger,
         }
         keyed = with_partitions(table, opts.partitions)

@@ -9,7 +9,7 @@ import click
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION, DurationType, json_option
 from client.cli.root import SlidewinCommand
-from ingest.config import DEFAULT_MAX_FILES
+from ingest.config import DEFAULT_MAX_FILES, ROLLUPS
 
 
 @click.command("ingest", cls=SlidewinCommand)
@@ -23,7 +23,11 @@ from ingest.config import DEFAULT_MAX_FILES
 @click.option("--max-files-per-trigger", type=click.IntRange(1), default=DEFAULT_MAX_FILES,
               show_default=True,
               help="Files per micro-batch in the end-to-end run (as `slidewin ingest`).")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--master", default="local[*]", show_default=True,
+              help="Spark master URL, e.g. spark://127.0.0.1:7077 for a standalone cluster.")
+@click.option("--rollups", type=click.Choice(ROLLUPS), default="spark", show_default=True,
+              help="Who sums the rollups in the end-to-end and freshness runs (as "
+              "`slidewin ingest --rollups`).")
 @click.option("--freshness-seconds", type=DurationType(minimum=timedelta(seconds=5)),
               default="30s", show_default=True,
               help="Length of the rate-limited freshness run (one file per second), 5s to 10m.")
@@ -40,6 +44,7 @@ def bench_ingest(
     rows_per_file: int,
     max_files_per_trigger: int,
     master: str,
+    rollups: str,
     freshness_seconds: timedelta,
     freshness_rate: int,
     trigger: timedelta,
@@ -64,7 +69,7 @@ def bench_ingest(
 
     opts = BenchOptions(
         events=events, format=fmt, rows_per_file=rows_per_file,
-        max_files_per_trigger=max_files_per_trigger, master=master,
+        max_files_per_trigger=max_files_per_trigger, master=master, rollups=rollups,
         freshness_seconds=freshness_seconds.total_seconds(), freshness_rate=freshness_rate,
         trigger=trigger,
     )

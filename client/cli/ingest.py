@@ -17,6 +17,7 @@ from ingest.config import (
     DEFAULT_MAX_FILES,
     FORMATS,
     PROCESSED,
+    ROLLUPS,
     IngestConfig,
     default_paths,
 )
@@ -55,6 +56,9 @@ from ingest.progress import Totals
 @click.option("--max-files-per-trigger", type=click.IntRange(1), default=DEFAULT_MAX_FILES,
               show_default=True, help="Cap on files per micro-batch (bounds memory).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--rollups", type=click.Choice(ROLLUPS), default="spark", show_default=True,
+              help="Who sums the per-second rollups of ingested rows: Spark (partials in each "
+              "batch's plan, one upsert per batch) or the database's triggers.")
 @click.option("--spark-ui", is_flag=True, help="Start the Spark web UI (off by default).")
 @click.option("--query-id", default="ingest", show_default=True,
               help="Name of this ingest: batch markers, stream state and checkpoints use it.")
@@ -78,6 +82,7 @@ def ingest_command(
     archive_dir: Path | None,
     max_files_per_trigger: int,
     master: str,
+    rollups: str,
     spark_ui: bool,
     query_id: str,
     reconnect_timeout: timedelta,
@@ -87,7 +92,7 @@ def ingest_command(
 
     Files (JSON Lines *.jsonl, CSV *.csv with columns uuid,val,ts, Parquet *.parquet) must be
     written under a temporary or dot name and renamed into place. Each micro-batch is one
-    PostgreSQL transaction: raw rows, rollups (by trigger), dead letters and a batch marker.
+    PostgreSQL transaction: raw rows, rollups, dead letters and a batch marker.
     Bad, late, expired and future events go to slidewin.dead_letters with a reason.
     Stop with Ctrl-C or SIGTERM: the query and Spark stop cleanly. If PostgreSQL restarts or
     the connection drops, the ingest waits for it (--reconnect-timeout) and carries on.
@@ -110,7 +115,7 @@ def ingest_command(
         processed=processed, format=fmt, once=once, trigger=trigger, grace=grace,
         history=history, max_rows=max_rows, max_future=max_future, inline=inline, chunk=chunk,
         max_files_per_trigger=max_files_per_trigger, master=master, spark_ui=spark_ui,
-        query_id=query_id, reconnect_timeout=reconnect_timeout,
+        query_id=query_id, reconnect_timeout=reconnect_timeout, rollups=rollups,
     )
     prepared = preflight(config, app.dsn)
     stop = threading.Event()
