@@ -476,7 +476,7 @@ def test_rollups_by_the_database_leave_spark_out_of_them(spark, store_dsn, iconn
     write_files(land)
     results = []
     ingest_once(
-        spark, store_dsn, tmp_path, format="parquet", rollups="database",
+        spark, store_dsn, tmp_path, format="parquet", rollups="database", max_files_per_trigger=10,
         on_batch=lambda _stream, result: results.append(result),
     )
     assert [(r.accepted, r.spark_rollups) for r in results] == [(110, 0)]
