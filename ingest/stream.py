@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -23,6 +24,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.util import inheritable_thread_target
 
 from db.clock import Clock, utc_now
 from db.connect import connect
@@ -183,15 +185,20 @@ class BatchHandler:
         if not by_file:
             plan = parse.apply(df, steps)
             by_spark = self.config.rollups == "spark"
+            # beside the pull, not after it: a small batch's partials are ready as soon as its
+            # rows (freshness), and a large one's cost the same either way
+            summing = _start_partials(plan) if by_spark else None
             try:
                 for pid, table in indexed_partitions(plan):
                     # split here: this thread waits on Spark's helper thread anyway, and the
                     # dedup is then off the database's path (the writer only writes)
                     yield replace(batch.split(table), pid=pid if by_spark else None)
-                # after the pull: its one job then runs while the sink writes the last chunk
-                partials = parse.partials(plan).toArrow() if by_spark else None
+                partials = summing.result() if summing is not None else None
             except (*SPARK_ERRORS, PullUnavailable) as exc:
                 raise _PulledBatchFailed(first_line(str(exc))) from exc
+            finally:
+                if summing is not None:
+                    wait([summing])  # never leave the batch with its job still running
             if partials is not None:
                 yield Partials(lambda: partials)
             return
@@ -268,6 +275,19 @@ class BatchHandler:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _start_partials(plan: DataFrame) -> Future[pa.Table]:
+    """Run ``parse.partials(plan)`` as a Spark job in a thread of its own (with the caller's
+    job group, so stopping the query cancels it too)."""
+    job: Callable[[], pa.Table] = inheritable_thread_target(plan.sparkSession)(
+        lambda: parse.partials(plan).toArrow()
+    )
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slidewin-partials")
+    try:
+        return pool.submit(job)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its one job
 
 
 def file_chunks(paths: list[str], target_bytes: int = CHUNK_BYTES) -> list[list[str]]:
