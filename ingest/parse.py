@@ -32,10 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType
 
 if TYPE_CHECKING:
     from ingest.config import IngestConfig
@@ -300,17 +302,19 @@ def classify(df: DataFrame, limits: Limits) -> DataFrame:
 
 def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
     ts = F.col("ts")
+    micros = F.unix_micros(ts)
     newest = limits.newest_before
+    ahead = _at_run_time(_after(limits.now, limits.max_future))
     rules: list[Rule] = [
         (F.col("reason").isNotNull(), F.col("reason"), F.col("detail")),
-        (ts > F.lit(limits.now + limits.max_future), "future", _got("ts ahead of the clock", ts)),
+        (micros > ahead, "future", _got("ts ahead of the clock", ts)),
     ]
     if newest is not None and limits.history is not None:
-        horizon = _before(newest, limits.history)
-        rules.append((ts < F.lit(horizon), "expired", _got("ts before the retention horizon", ts)))
+        horizon = _at_run_time(_before(newest, limits.history))
+        rules.append((micros < horizon, "expired", _got("ts before the retention horizon", ts)))
     if newest is not None:
-        late = _before(newest, limits.grace)
-        rules.append((ts < F.lit(late), "late", _got("ts later than grace", ts)))
+        late = _at_run_time(_before(newest, limits.grace))
+        rules.append((micros < late, "late", _got("ts later than grace", ts)))
     names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
     return _reason_steps(rules, [F.col(c) for c in names], cheap=True)
 
@@ -320,6 +324,32 @@ def _ts_lit(value: datetime) -> Column:
     shifted by the Julian/Gregorian gap (year 1 came out two days late)."""
     micros = (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
     return F.timestamp_micros(F.lit(micros))
+
+
+def _at_run_time(value: datetime) -> Column:
+    """``value`` in Unix microseconds, as a Column whose generated code does not hold it.
+
+    Spark writes a long or timestamp literal into the Java code it generates, and compiles
+    each new text anew (Janino, about 70-100 ms per job here): with the batch's limits as
+    literals, every micro-batch paid that twice (rows and partials) -- the larger part of a
+    small batch's time. A decimal literal is passed to the code as an object instead; the
+    condition on ``spark_partition_id()`` (never false) keeps the optimizer from folding the
+    cast back into a long literal (with ``PushFoldableIntoBranches`` excluded, see
+    ``ingest.spark``). Per row it costs a comparison and a compact decimal's ``toLong``."""
+    micros = (value - _EPOCH) // timedelta(microseconds=1)
+    held = F.lit(Decimal(micros)).cast(DecimalType(18, 0))
+    return F.when(F.spark_partition_id() >= F.lit(0), held).cast("long")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _after(now: datetime, span: timedelta) -> datetime:
+    """``now + span``, or the latest time when that would pass year 9999."""
+    try:
+        return min(now + span, MAX_TS)
+    except OverflowError:
+        return MAX_TS
 
 
 def _before(newest: datetime, span: timedelta) -> datetime:

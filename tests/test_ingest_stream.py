@@ -409,6 +409,32 @@ def test_spark_partials_are_the_aggregates_of_each_pulled_partition(
     assert len({k[0] for k in got}) == 3 and sum(n for n, *_ in got.values()) == 15
 
 
+def test_the_generated_code_does_not_change_with_the_batch_limits(spark, tmp_path):
+    """Each batch classifies against new limits (clock, stream time), yet its plan compiles to
+    the same Java code, which Spark then takes from its cache instead of compiling again."""
+    import contextlib
+    import io
+
+    from ingest import parse
+
+    path = write_jsonl(tmp_path, "a.jsonl", [event("u", 1, 0)])
+
+    def generated_code(now: datetime) -> list[str]:
+        limits = parse.Limits(now=now, newest_before=now - timedelta(seconds=9),
+                              grace=timedelta(seconds=5), history=timedelta(minutes=1),
+                              max_future=timedelta(minutes=1))
+        steps = [*parse.parse_steps("text"), *parse.classify_steps("text", limits),
+                 *parse.output_steps("text", 8)]
+        plan = parse.apply(parse.read_files(spark, "text", [str(path)]), steps)
+        shown = io.StringIO()
+        with contextlib.redirect_stdout(shown):
+            plan.explain("codegen")
+        return [line for line in shown.getvalue().splitlines() if line.startswith("/* ")]
+
+    first = generated_code(NOW)
+    assert first and first == generated_code(NOW + timedelta(seconds=7.5))
+
+
 def test_small_files_are_packed_into_one_partition(spark, tmp_path):
     """With slidewin's session settings a batch of small files is one partition (one chunk),
     not one per file (nor one per core)."""
