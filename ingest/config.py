@@ -25,7 +25,9 @@ PROCESSED = ("archive", "delete", "keep")
 ROLLUPS = ("spark", "database")  # who sums the rollups of ingested rows
 DEFAULT_GRACE = timedelta(seconds=5)
 DEFAULT_MAX_FUTURE = timedelta(minutes=1)
-DEFAULT_TRIGGER = timedelta(seconds=1)
+# a quarter second: in the demo (15,000 events/s) freshness p95 went from about 1.5 s with 1 s
+# to about 0.8 s, throughput unchanged; shorter measured no better (a small batch takes ~0.2 s)
+DEFAULT_TRIGGER = timedelta(milliseconds=250)
 DEFAULT_CHUNK = 100
 DEFAULT_MAX_FILES = 64
 _QUERY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")

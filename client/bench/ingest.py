@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 
 from client.bench.stats import median, percentile
 from db.scratch import scratch_database
-from ingest.config import DEFAULT_MAX_FILES, IngestConfig
+from ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER, IngestConfig
 from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
 from ingest.sink import (
     BatchResult,
@@ -75,7 +75,7 @@ class BenchOptions:
     partitions: int = 8
     freshness_seconds: float = 30.0
     freshness_rate: int = 5_000
-    trigger: timedelta = timedelta(seconds=1)
+    trigger: timedelta = DEFAULT_TRIGGER
 
 
 # ---------------------------------------------------------------- data

@@ -33,7 +33,7 @@ from ingest.config import DEFAULT_MAX_FILES, ROLLUPS
               help="Length of the rate-limited freshness run (one file per second), 5s to 10m.")
 @click.option("--freshness-rate", type=COUNT, default="5k", show_default=True,
               help="Events per file (= per second) in the freshness run.")
-@click.option("--trigger", type=DURATION, default="1s", show_default=True,
+@click.option("--trigger", type=DURATION, default="250ms", show_default=True,
               help="Micro-batch interval of the freshness run.")
 @json_option()
 @pass_app

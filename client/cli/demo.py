@@ -204,7 +204,7 @@ def preflight(app: AppContext) -> str:
 
 @click.command("demo", cls=SlidewinCommand)
 @client_options
-@click.option("--trigger", default="1s", show_default=True, type=DURATION,
+@click.option("--trigger", default="250ms", show_default=True, type=DURATION,
               help="The ingest's micro-batch interval.")
 @click.option("--startup-timeout", type=DURATION, default="240", show_default=True,
               help="How long to wait for Spark to start before giving up (s).")

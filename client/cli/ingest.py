@@ -28,7 +28,7 @@ from ingest.progress import Totals
 @click.option("--landing", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory producers drop files into (default: <data dir>/landing).")
 @click.option("--once", is_flag=True, help="Process the files there now, then exit.")
-@click.option("--trigger", type=DURATION, default="1s", show_default=True,
+@click.option("--trigger", type=DURATION, default="250ms", show_default=True,
               help="Micro-batch interval when streaming.")
 @click.option("--grace", type=DURATION, default="5s", show_default=True,
               help="Allowed lateness behind the newest event time; later -> dead letter 'late'.")
