@@ -123,8 +123,9 @@ def build_session(
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
     from pyspark.sql import SparkSession
 
-    if master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-address warning
+    if master.startswith("local") or loopback_master(master):
+        # no loopback-address warning, and a driver a cluster on 127.0.0.1 can reach
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     new_jvm = not spark_internals.jvm_running()
     cache = class_cache() if new_jvm else None
     builder = SparkSession.builder
@@ -145,6 +146,14 @@ def build_session(
     if new_jvm:
         _CACHES[id(spark)] = _cache_entry(cache)
     return spark
+
+
+def loopback_master(master: str) -> bool:
+    """A standalone master on this machine's loopback address (``spark://127.0.0.1:7077``)."""
+    hosts = master.removeprefix("spark://").split(",")
+    return master.startswith("spark://") and all(
+        h.rsplit(":", 1)[0] in ("127.0.0.1", "localhost") for h in hosts
+    )
 
 
 def _cache_entry(cache: ClassCache | None) -> tuple[str, ClassCache | None]:

@@ -1,18 +1,20 @@
 """The ingest on a real Spark standalone cluster: a master and two one-core workers started here
 from the installed PySpark (``ingest.cluster``), ``slidewin ingest --master spark://...`` run as
 a user runs it, over JSON Lines, CSV and Parquet. Exactly once (a second run over the same files
-adds nothing), bad rows dead-lettered, rollups exact -- then a worker is killed and the next
-batch still commits exactly once on the survivor. The cluster is stopped at the end, every
+adds nothing), bad rows dead-lettered, rollups exact -- then a worker is killed during a batch,
+which still commits exactly once. The cluster is stopped at the end, every
 process of it gone."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,6 +33,7 @@ from tests.ingest_fixtures import (
 from tests.invariants import assert_rollups_exact
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -47,12 +50,16 @@ def cluster(tmp_path_factory) -> Iterator[LocalCluster]:
                 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
 
 
-def ingest(dsn: str, url: str, land: Path, work: Path) -> dict:
-    argv = slidewin_argv(
+def ingest_argv(dsn: str, url: str, land: Path, work: Path) -> list[str]:
+    return slidewin_argv(
         "--dsn", dsn, "--data-dir", str(work), "ingest", "--once", "--json",
         "--master", url, "--landing", str(land), "--checkpoint-dir", str(work / "cp"),
         "--processed", "keep", "--grace", "1h", "--max-future", "1000d",
     )
+
+
+def ingest(dsn: str, url: str, land: Path, work: Path) -> dict:
+    argv = ingest_argv(dsn, url, land, work)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -98,13 +105,45 @@ def test_ingest_on_a_standalone_cluster_is_exactly_once(cluster, store_dsn, icon
     assert_rollups_exact(iconn)
 
 
-def test_a_lost_worker_loses_nothing(cluster, store_dsn, iconn, tmp_path):
-    """A worker killed (its executor with it) before the run: the master hands the
-    application to the one left, and the batch commits exactly once."""
+def big_parquet(folder: Path, name: str, prefix: str, count: int, start_s: float) -> None:
+    pq.write_table(pa.table({
+        "uuid": pa.array([f"{prefix}{i}" for i in range(count)], pa.string()),
+        "val": pa.array(np.arange(count, dtype=np.int64) % 1000 - 500),
+        "ts": pa.array(
+            np.int64((T0 - EPOCH) // timedelta(microseconds=1) + start_s * 1e6)
+            + np.arange(count, dtype=np.int64) * 100, pa.timestamp("us", tz="UTC")),
+    }), folder / name)
+
+
+def copying(conn) -> bool:
+    """Has the ingest's sink begun a COPY into the events (its statement, running or done)?"""
+    found = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND query LIKE 'COPY slidewin.events%'").fetchone()
+    return bool(found and found[0])
+
+
+def test_a_worker_lost_during_a_batch_loses_nothing(cluster, store_dsn, iconn, tmp_path):
+    """One worker is killed (its executor with it) while the batch runs: Spark runs the lost
+    tasks again on the other worker, and the batch commits exactly once, rollups exact."""
     land = tmp_path / "landing"
     land.mkdir()
-    parquet(land, "a.parquet", [(f"k{i}", i, i / 100) for i in range(500)])
+    for k in range(24):
+        big_parquet(land, f"f{k:02d}.parquet", f"w{k}-", 50_000, k * 5.0)
+    work = tmp_path / "w"
+    proc = subprocess.Popen(ingest_argv(store_dsn, cluster.url, land, work),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not copying(iconn):  # the sink writes the first partition: the batch is under way
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    assert proc.poll() is None, "the kill must land while the batch runs"
     cluster.kill_worker(1)
-    done = ingest(store_dsn, cluster.url, land, tmp_path / "w")
-    assert done["accepted"] == 500 and len(stored_rows(iconn)) == 500
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert "Lost executor" in err, err[-3000:]  # Spark noticed, and ran its tasks elsewhere
+    totals = json.loads(out.strip().splitlines()[-1])
+    assert (totals["accepted"], totals["duplicates"], totals["rejected"]) == (1_200_000, 0, 0)
+    count = iconn.execute("SELECT count(*), count(DISTINCT (uuid, ts)) FROM slidewin.events")
+    assert count.fetchone() == (1_200_000, 1_200_000)
     assert_rollups_exact(iconn)

@@ -207,3 +207,12 @@ def test_default_landing_is_created_but_a_named_one_must_exist(tmp_path):
     assert archive == (tmp_path / "landing-archive").resolve()
     named, _, _ = default_paths(tmp_path, tmp_path / "typo", "ingest")
     assert not named.exists()  # the check in IngestConfig refuses it, with the mkdir fix
+
+
+def test_a_master_on_the_loopback_address_keeps_the_driver_there():
+    from ingest.spark import loopback_master
+
+    assert loopback_master("spark://127.0.0.1:7077")
+    assert loopback_master("spark://localhost:7077,127.0.0.1:7078")
+    assert not loopback_master("spark://spark-master:7077")
+    assert not loopback_master("local[*]")
