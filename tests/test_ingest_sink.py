@@ -286,3 +286,16 @@ def test_partials_that_do_not_match_their_rows_roll_the_batch_back(iconn):
         write_batch(iconn, "q/text", "q", 0, compute)
     assert iconn.execute("SELECT count(*) FROM slidewin.events").fetchone() == (0,)
     assert iconn.execute("SELECT count(*) FROM slidewin.ingest_batches").fetchone() == (0,)
+
+
+def test_the_progress_line_names_rows_the_triggers_summed():
+    from ingest.progress import batch_line
+    from ingest.sink import BatchResult
+
+    now = T0 + timedelta(seconds=5)
+    spark_only = BatchResult("q", 3, rows_in=10, accepted=10, spark_rollups=10, seconds=1.0,
+                             newest_ts=T0)
+    mixed = BatchResult("q", 4, rows_in=10, accepted=10, spark_rollups=7, seconds=1.0,
+                        newest_ts=T0)
+    assert "by trigger" not in batch_line("text", spark_only, now)
+    assert ", rollups of 3 by trigger," in batch_line("text", mixed, now)
