@@ -23,6 +23,9 @@ BASELINE: tuple[str, ...] = (
     "tables/ingest_batches.sql",
     "tables/retention_settings.sql",
     "tables/retention_state.sql",
+    "tables/session_defs.sql",
+    "tables/session_store.sql",
+    "tables/session_tombstones.sql",
     "functions/partition_of.sql",
     "functions/partition_of_current.sql",
     "functions/partition_keys.sql",
@@ -42,6 +45,9 @@ BASELINE: tuple[str, ...] = (
     "triggers/rollups_on_truncate.sql",
     "functions/attach_rollup_triggers.sql",
     "triggers/events_rollup_triggers.sql",
+    "triggers/sessions_on_insert.sql",
+    "functions/attach_session_trigger.sql",
+    "triggers/events_session_trigger.sql",
     "functions/ensure_partitions.sql",
     "functions/nibble.sql",
     "functions/delete_after_date.sql",
@@ -63,7 +69,7 @@ BASELINE: tuple[str, ...] = (
 
 # Areas with SQL of their own; each folder's ``order.txt`` lists its files, one per line, in the
 # order to apply them (after BASELINE). Every file there is idempotent too.
-AREAS: tuple[str, ...] = ("ingest", "jobs", "client", "windows")
+AREAS: tuple[str, ...] = ("ingest", "jobs", "client", "windows", "sessions")
 
 
 def area_files(area: str) -> list[str]:

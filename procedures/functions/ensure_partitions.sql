@@ -4,7 +4,8 @@
 -- events_p999: three digits);
 -- idempotent; only adds (fewer than exist is refused, rows would lose their home);
 -- each new partition gets the rollup triggers (so statements naming a partition directly keep
--- rollups exact too). Every partition, new or old, gets the autovacuum settings below (an
+-- rollups exact too), and every partition the session trigger. Every partition, new or old,
+-- gets the autovacuum settings below (an
 -- ALTER only where they differ, so partitions made before a settings change catch up on the
 -- next `slidewin db init`). Returns the partition count now in force.
 --
@@ -57,6 +58,15 @@ BEGIN
            AND NOT coalesce(c.reloptions @> v_options, false)
     LOOP
         EXECUTE format('ALTER TABLE %s SET (%s)', v_part, v_with);
+    END LOOP;
+    -- the session trigger on every partition lacking it (partitions made before it existed)
+    FOR v_part IN
+        SELECT c.oid::regclass FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+         WHERE i.inhparent = 'slidewin.events'::regclass
+           AND NOT EXISTS (SELECT 1 FROM pg_trigger t
+                            WHERE t.tgrelid = c.oid AND t.tgname = 'sessions_ins')
+    LOOP
+        PERFORM slidewin.attach_session_trigger(v_part);
     END LOOP;
     UPDATE slidewin.config SET partitions = p_count;
     RETURN p_count;

@@ -1,0 +1,31 @@
+-- slidewin.session_defs: the registered session window definitions (window definitions are data,
+-- kept apart from their processing, slidewin.sessions_on_insert).
+--
+-- gap, grace and retention follow Kafka's session windows (KIP-94) and window stores (KIP-428):
+-- gap > 0, grace >= 0, retention >= gap + grace. stream_ts is the newest event time the
+-- definition has seen; base_ts is its value before the transaction now writing (base_xid), the
+-- stream time a batch is judged against, so a batch's late events do not depend on the order of
+-- its statements' partitions. version counts the statements that changed the definition's
+-- sessions: every session or tombstone they write carries it, and a writer holds the row's lock
+-- until it commits, so versions become visible in order (what `--follow --emit update` reads).
+-- A removed definition keeps its row (dropped_at) until slidewin.sessions_expire has deleted its
+-- sessions chunk by chunk.
+CREATE TABLE IF NOT EXISTS slidewin.session_defs (
+    id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name       text        NOT NULL CHECK (name ~ '^[a-z][a-z0-9_]{0,39}$'),
+    gap        interval    NOT NULL CHECK (gap > interval '0'),
+    grace      interval    NOT NULL CHECK (grace >= interval '0'),
+    retention  interval    NOT NULL,
+    stream_ts  timestamptz,
+    base_ts    timestamptz,
+    base_xid   xid8,
+    version    bigint      NOT NULL DEFAULT 0,
+    merges     bigint      NOT NULL DEFAULT 0 CHECK (merges >= 0),
+    late       bigint      NOT NULL DEFAULT 0 CHECK (late >= 0),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    dropped_at timestamptz,
+    CHECK (retention >= gap + grace)
+);
+-- a name is taken once among the definitions in force
+CREATE UNIQUE INDEX IF NOT EXISTS session_defs_name ON slidewin.session_defs (name)
+    WHERE dropped_at IS NULL;
