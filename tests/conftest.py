@@ -20,7 +20,8 @@ T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 CLEAN_SQL = (
     "TRUNCATE slidewin.events, slidewin.dead_letters, slidewin.ingest_batches, "
-    "slidewin.retention_settings, slidewin.stream_state, slidewin.retention_state"
+    "slidewin.retention_settings, slidewin.stream_state, slidewin.retention_state, "
+    "slidewin.session_tombstones, slidewin.session_store, slidewin.session_defs"
 )
 
 

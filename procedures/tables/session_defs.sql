@@ -22,6 +22,10 @@ CREATE TABLE IF NOT EXISTS slidewin.session_defs (
     version    bigint      NOT NULL DEFAULT 0,
     merges     bigint      NOT NULL DEFAULT 0 CHECK (merges >= 0),
     late       bigint      NOT NULL DEFAULT 0 CHECK (late >= 0),
+    -- the longest session seen (kept here: finding it among the sessions would read them all)
+    longest_key   text,
+    longest_start timestamptz,
+    longest_end   timestamptz,
     created_at timestamptz NOT NULL DEFAULT now(),
     dropped_at timestamptz,
     CHECK (retention >= gap + grace)

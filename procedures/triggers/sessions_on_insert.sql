@@ -27,6 +27,9 @@ DECLARE
     v_late  bigint;
     v_merges bigint;
     v_newest timestamptz;
+    v_long_key   text;
+    v_long_start timestamptz;
+    v_long_end   timestamptz;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM slidewin.session_defs WHERE dropped_at IS NULL) THEN
         RETURN NULL;
@@ -117,14 +120,23 @@ BEGIN
         )
         SELECT (SELECT count(*) FROM dead),
                (SELECT coalesce(sum(olds - 1), 0) FROM sessions_new WHERE olds > 1 AND NOT late),
-               (SELECT max(e) FROM islands)
-          INTO v_late, v_merges, v_newest;
+               (SELECT max(e) FROM islands), l.uuid, l.s, l.e
+          FROM (SELECT 1) AS one
+          LEFT JOIN LATERAL (SELECT uuid, s, e FROM sessions_new WHERE NOT late
+                              ORDER BY e - s DESC, uuid LIMIT 1) AS l ON true
+          INTO v_late, v_merges, v_newest, v_long_key, v_long_start, v_long_end;
         UPDATE slidewin.session_defs
            SET base_ts = v_base, base_xid = pg_current_xact_id(),
                stream_ts = CASE WHEN stream_ts IS NULL THEN v_newest
                                 ELSE greatest(stream_ts, v_newest) END,
                version = version + 1, merges = merges + v_merges, late = late + v_late
          WHERE id = v_def.id;
+        IF v_long_key IS NOT NULL AND (v_def.longest_end IS NULL
+           OR v_long_end - v_long_start > v_def.longest_end - v_def.longest_start) THEN
+            UPDATE slidewin.session_defs
+               SET longest_key = v_long_key, longest_start = v_long_start, longest_end = v_long_end
+             WHERE id = v_def.id;
+        END IF;
     END LOOP;
     RETURN NULL;
 END

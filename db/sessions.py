@@ -1,0 +1,253 @@
+"""Session windows per key: definitions (data in the store) and the sessions they keep.
+
+A definition is validated here and again in SQL (``slidewin.session_define``); the sessions are
+kept by ``slidewin.sessions_on_insert``, a statement trigger on every insert into
+``slidewin.events``, so the ingest maintains them in each batch's own transaction and a replayed
+batch changes nothing. Semantics are Kafka's (KIP-94): a session is ``[first, last]`` event of a
+key; an event at most ``gap`` from a session joins it, one within ``gap`` of two bridges them;
+a session is final once ``end < stream time - gap - grace``, and an event that would change a
+final session is dead-lettered as ``late`` (source ``session:NAME``) but still stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+import psycopg
+
+from db.connect import procedure_errors
+from db.errors import ConfigError, ProcedureError
+
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+MAX_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class SessionDef:
+    """A session window definition, checked on construction (KIP-428's rules): each error
+    names the option, the value and the fix."""
+
+    name: str
+    gap: timedelta
+    grace: timedelta = timedelta(0)
+    retention: timedelta = timedelta(hours=1)
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.name):
+            raise ConfigError(
+                f"NAME {self.name!r} is not a session window name: use 1-40 lowercase letters, "
+                "digits and _, starting with a letter (clicks_30s)"
+            )
+        if self.gap <= timedelta(0):
+            raise ConfigError(f"--gap {_text(self.gap)} must be more than 0: use e.g. --gap 30s")
+        if self.grace < timedelta(0):
+            raise ConfigError(f"--grace {_text(self.grace)} must be 0 or more: use e.g. 5s")
+        if self.retention < self.gap + self.grace:
+            raise ConfigError(
+                f"--retention {_text(self.retention)} is shorter than --gap plus --grace "
+                f"({_text(self.gap + self.grace)}): use --retention "
+                f"{_text(self.gap + self.grace)} or more, so a session stays until it can close"
+            )
+
+
+@dataclass(frozen=True)
+class SessionDefState:
+    """A definition in force, with what it has done so far."""
+
+    definition: SessionDef
+    stream_ts: datetime | None
+    merges: int
+    late: int
+    created_at: datetime
+
+    @property
+    def close_time(self) -> datetime | None:
+        """Sessions ending before this are final."""
+        d = self.definition
+        return None if self.stream_ts is None else self.stream_ts - d.gap - d.grace
+
+
+@dataclass(frozen=True)
+class Session:
+    """One session of a key: ``[start, end]`` are its first and last event times."""
+
+    key: str
+    start: datetime
+    end: datetime
+    n: int
+    total: Decimal
+    vmin: int
+    vmax: int
+    avg: Decimal
+    final: bool
+
+    @property
+    def length(self) -> timedelta:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Change:
+    """What ``--emit update`` prints: a session written (``tombstone`` False) or one merged
+    away into the session starting at ``merged_start``."""
+
+    version: int
+    tombstone: bool
+    session: Session
+    merged_start: datetime | None
+
+
+@contextmanager
+def session_errors() -> Iterator[None]:
+    """A procedure's refusal (bad value, unknown or duplicate name) as ProcedureError."""
+    with procedure_errors():
+        try:
+            yield
+        except (psycopg.errors.UndefinedObject, psycopg.errors.DuplicateObject) as exc:
+            diag = exc.diag
+            text = diag.message_primary or str(exc)
+            raise ProcedureError(
+                f"{text} ({diag.message_hint})" if diag.message_hint else text
+            ) from None
+
+
+def define(conn: psycopg.Connection, definition: SessionDef) -> int:
+    """Register ``definition``; every insert from the next on keeps its sessions. Its id."""
+    d = definition
+    with session_errors():
+        row = conn.execute(
+            "SELECT slidewin.session_define(%s, %s, %s, %s)", (d.name, d.gap, d.grace, d.retention)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def remove(conn: psycopg.Connection, name: str, now: datetime) -> bool:
+    """Stop keeping ``name``; its sessions leave every answer now and are deleted in chunks by
+    ``expire``. False when no definition in force has that name."""
+    row = conn.execute("SELECT slidewin.session_remove(%s, %s)", (name, now)).fetchone()
+    return bool(row and row[0])
+
+
+def definitions(conn: psycopg.Connection) -> list[SessionDefState]:
+    """The definitions in force, by name."""
+    rows = conn.execute(
+        "SELECT name, gap, grace, retention, stream_ts, merges, late, created_at "
+        "FROM slidewin.session_defs WHERE dropped_at IS NULL ORDER BY name"
+    ).fetchall()
+    return [SessionDefState(SessionDef(*r[:4]), r[4], r[5], r[6], r[7]) for r in rows]
+
+
+def definition(conn: psycopg.Connection, name: str | None) -> SessionDefState:
+    """The definition ``name`` (None: the only one), or ProcedureError naming the fix."""
+    with session_errors():
+        row = conn.execute(
+            "SELECT name, gap, grace, retention, stream_ts, merges, late, created_at "
+            "FROM slidewin.session_def(coalesce(%s, slidewin.session_only()))",
+            (name,),
+        ).fetchone()
+    assert row is not None
+    return SessionDefState(SessionDef(*row[:4]), row[4], row[5], row[6], row[7])
+
+
+def _session(row: tuple) -> Session:
+    return Session(*row[:9])
+
+
+def sessions(
+    conn: psycopg.Connection,
+    key: str | None,
+    name: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 1000,
+) -> list[Session]:
+    """The sessions of ``key`` (None: the ``limit`` ending last, of every key) overlapping
+    ``[start, end)`` when given, in start order."""
+    _check_limit(limit)
+    with session_errors():
+        rows = conn.execute(
+            "SELECT * FROM slidewin.sessions(%s, %s, %s, %s, %s)", (key, name, start, end, limit)
+        ).fetchall()
+    return [_session(r) for r in rows]
+
+
+def changes(
+    conn: psycopg.Connection, name: str | None, after: int, key: str | None = None,
+    limit: int = 10_000,
+) -> list[Change]:
+    """Sessions written and tombstones of sessions merged away after version ``after``."""
+    _check_limit(limit)
+    with session_errors():
+        rows = conn.execute(
+            "SELECT version, tombstone, uuid, start_ts, end_ts, n, sum, min, max, avg, final, "
+            "merged_start FROM slidewin.session_changes(%s, %s, %s, %s)",
+            (name, after, key, limit),
+        ).fetchall()
+    return [Change(r[0], r[1], Session(*r[2:11]), r[11]) for r in rows]
+
+
+def closed(
+    conn: psycopg.Connection, name: str | None, after: tuple[datetime, str] | None,
+    key: str | None = None, limit: int = 10_000,
+) -> list[Session]:
+    """Final sessions after ``after`` = (end, key) in (end, key) order: each once."""
+    _check_limit(limit)
+    after_end, after_key = after if after else (None, "")
+    with session_errors():
+        rows = conn.execute(
+            "SELECT * FROM slidewin.sessions_closed(%s, %s, %s, %s, %s)",
+            (name, after_end, after_key, key, limit),
+        ).fetchall()
+    return [Session(*r[:8], final=True) for r in rows]
+
+
+def expire(conn: psycopg.Connection, chunk: int = 10_000) -> int:
+    """Delete at most ``chunk`` sessions per definition past its retention (and the sessions of
+    removed definitions); the sessions deleted."""
+    with procedure_errors():
+        row = conn.execute("SELECT slidewin.sessions_expire(%s)", (chunk,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ConfigError(f"--limit {limit} must be from 1 to {MAX_LIMIT:,}")
+
+
+def _text(d: timedelta) -> str:
+    seconds = d.total_seconds()
+    return f"{seconds:g}s"
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    """A definition at a glance: open (not final) sessions, merges, late events, the longest."""
+
+    name: str
+    stream_ts: datetime | None
+    open: int
+    merges: int
+    late: int
+    longest_key: str | None
+    longest_start: datetime | None
+    longest_end: datetime | None
+
+    @property
+    def longest(self) -> timedelta | None:
+        if self.longest_start is None or self.longest_end is None:
+            return None
+        return self.longest_end - self.longest_start
+
+
+def stats(conn: psycopg.Connection, name: str | None = None) -> SessionStats:
+    """``SessionStats`` of ``name`` (None: the only definition)."""
+    with session_errors():
+        row = conn.execute("SELECT * FROM slidewin.session_stats(%s)", (name,)).fetchone()
+    assert row is not None
+    return SessionStats(*row)

@@ -1,0 +1,20 @@
+-- slidewin.session_stats(p_name): one definition at a glance -- its stream time, open sessions
+-- (not yet final: one index range of the sessions ending at or after the close time, so the
+-- work grows with the open sessions, not the stored ones), merges and late events so far, and
+-- the longest session seen (kept by the trigger).
+CREATE OR REPLACE FUNCTION slidewin.session_stats(p_name text DEFAULT NULL)
+RETURNS TABLE (name text, stream_ts timestamptz, open bigint, merges bigint, late bigint,
+               longest_key text, longest_start timestamptz, longest_end timestamptz)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_def slidewin.session_defs := slidewin.session_def(coalesce(p_name, slidewin.session_only()));
+BEGIN
+    RETURN QUERY
+    SELECT v_def.name, v_def.stream_ts,
+           (SELECT count(*) FROM slidewin.session_store s
+             WHERE s.def_id = v_def.id
+               AND s.end_ts >= coalesce(v_def.stream_ts - v_def.gap - v_def.grace, '-infinity')),
+           v_def.merges, v_def.late, v_def.longest_key, v_def.longest_start, v_def.longest_end;
+END
+$$;
