@@ -1,0 +1,68 @@
+"""The ingest keeps session windows in each batch's own transaction: through the sink's COPY
+(with Spark's partials or the triggers), its staging path for rows already stored, a replayed
+batch (skipped) and a batch that rolls back (no session changes). No Spark: batches are Arrow
+tables, as in tests/test_ingest_sink.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from client.bench.ingest import arrow_partials
+from db import sessions
+from ingest.sink import PRECOMPUTED, Partials, PartialsMismatch, write_batch
+from tests.conftest import T0
+from tests.ingest_fixtures import clean_ingest_state
+from tests.test_ingest_sink import rows, with_partials, write
+
+S = timedelta(seconds=1)
+
+
+@pytest.fixture
+def iconn(conn):
+    c = clean_ingest_state(conn)
+    sessions.define(c, sessions.SessionDef("visits", 10 * S, 0 * S, timedelta(hours=1)))
+    return c
+
+
+def spans(conn):
+    return [
+        (s.key, (s.start - T0) / S, (s.end - T0) / S, s.n, int(s.total))
+        for s in sessions.sessions(conn, None)
+    ]
+
+
+def test_sessions_follow_every_path_of_the_sink_exactly_once(iconn):
+    # batch 0, Spark's partials (trigger aside for the rollups, not for the sessions)
+    res = write_batch(iconn, "q/text", "q", 0,
+                      with_partials(rows([("a", 1, 0, 1), ("a", 2, 5, 1), ("b", 3, 1, 1)])))
+    assert res.path == PRECOMPUTED
+    assert spans(iconn) == [("a", 0, 5, 2, 3), ("b", 1, 1, 1, 3)]
+    # the same batch replayed after a crash: skipped, nothing counts twice
+    assert write_batch(iconn, "q/text", "q", 0,
+                       with_partials(rows([("a", 1, 0, 1), ("a", 2, 5, 1)]))).skipped
+    # batch 1 holds a stored row (staging path) and a new one that bridges nothing yet
+    res = write(iconn, 1, rows([("a", 2, 5, 1), ("a", 4, 14, 1)]))
+    assert res.path == "staging" and res.accepted == 1
+    assert spans(iconn) == [("a", 0, 14, 3, 7), ("b", 1, 1, 1, 3)]
+    # batch 2, an in-batch duplicate (copies 2): inserted once
+    write(iconn, 2, rows([("b", 6, 9, 2)]))
+    assert spans(iconn) == [("a", 0, 14, 3, 7), ("b", 1, 9, 2, 9)]
+
+
+def test_a_batch_that_rolls_back_changes_no_session(iconn):
+    """The session trigger runs during the COPY; the partials' check fails after it, and the
+    whole batch -- sessions included -- rolls back."""
+    write(iconn, 0, rows([("a", 1, 0, 1)]))
+    before = spans(iconn)
+
+    def compute(_newest):
+        yield replace(rows([("a", 1, 3, 1), ("c", 1, 4, 1)]), pid=0)
+        yield Partials(lambda: arrow_partials(rows([("a", 2, 3, 1), ("c", 1, 4, 1)]).good))
+
+    with pytest.raises(PartialsMismatch):
+        write_batch(iconn, "q/text", "q", 1, compute)
+    assert spans(iconn) == before
+    assert sessions.stats(iconn).stream_ts == T0
