@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from client.cli import bench_client, bench_ingest, bench_queries, bench_retention, bench_windows
+from client.cli import (
+    bench_client,
+    bench_ingest,
+    bench_queries,
+    bench_retention,
+    bench_sessions,
+    bench_windows,
+)
 from client.cli.root import SlidewinGroup
 
 
@@ -20,6 +27,7 @@ def bench() -> None:
       slidewin bench queries --json
       slidewin bench ingest --events 1M
       slidewin bench windows --json
+      slidewin bench sessions --json
     """
 
 
@@ -28,6 +36,7 @@ for _command in (
     bench_ingest.bench_ingest,
     bench_queries.bench_queries,
     bench_retention.bench_retention,
+    bench_sessions.bench_sessions,
     bench_windows.bench_windows,
 ):
     bench.add_command(_command)

@@ -1,0 +1,218 @@
+"""``slidewin bench sessions``: what keeping session windows costs the ingest, and how fast they
+and one key's windows answer.
+
+Data: ``events`` events of ``keys`` keys over the hour before now, each key active in a few
+bursts (events a few seconds apart) with long pauses, so sessions form; written as Parquet files
+in time order, as a live stream lands them.
+
+Side by side, in alternating order, ``rounds`` times, each into a fresh store on the same
+server: (a) the sink's COPY (no Spark: the database's own cost), and (b) the whole
+``slidewin ingest --once`` path, each without and with one session definition (gap 30 s,
+grace 5 s, retention 2 h). The cost is ``1 - with / without`` of the medians. Then, on the last
+store with sessions: a key's sessions (``slidewin.sessions(key)``) and, once the key index is
+on, a tumbling 10 s series over one key's last hour (``slidewin.key_window``), each timed for
+``lookups`` random keys. A first end-to-end run, not counted, warms Spark up.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+import pyarrow as pa
+
+from client.bench.ingest import (
+    BenchOptions,
+    _write_landing,
+    copy_limit,
+    end_to_end,
+    ingest_config,
+    with_partitions,
+)
+from client.bench.stats import median, percentile
+from db import sessions
+from db.scratch import scratch_database
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFINITION = sessions.SessionDef(
+    "bench", timedelta(seconds=30), timedelta(seconds=5), timedelta(hours=2)
+)
+
+
+@dataclass(frozen=True)
+class SessionBenchOptions:
+    events: int = 1_000_000
+    keys: int = 10_000
+    rounds: int = 3
+    lookups: int = 200
+    rows_per_file: int = 100_000
+    master: str = "local[*]"
+    partitions: int = 8
+
+
+def make_keyed_events(count: int, keys: int, end: datetime, seed: int = 11) -> pa.Table:
+    """``count`` events of ``keys`` keys over the hour before ``end``, in time order: each
+    event picks a key and one of its 4 bursts, and lies within 20 s of the burst's centre."""
+    rng = np.random.default_rng(seed)
+    names = np.array([f"key-{i:06d}" for i in range(keys)], dtype=object)
+    centres = rng.uniform(20, 3580, size=(keys, 4))
+    key = rng.integers(0, keys, count)
+    burst = rng.integers(0, 4, count)
+    at_s = centres[key, burst] + rng.uniform(-20, 20, count)
+    order = np.argsort(at_s, kind="stable")
+    start_us = int((end - timedelta(hours=1)).timestamp() * 1_000_000)
+    ts = (at_s[order] * 1_000_000).astype(np.int64) + start_us
+    return pa.table({
+        "uuid": pa.array(names[key[order]], pa.string()),
+        "val": pa.array(rng.integers(-1_000_000, 1_000_000, count), pa.int64()),
+        "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
+    })
+
+
+def _defined(dsn: str, on: bool) -> None:
+    if on:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            sessions.define(conn, DEFINITION)
+
+
+def _copy_rate(admin: str, keyed: pa.Table, opts: SessionBenchOptions, on: bool) -> float:
+    with scratch_database(admin, partitions=opts.partitions) as store:
+        _defined(store, on)
+        return copy_limit(store, keyed, opts.rows_per_file)
+
+
+def _e2e_rate(
+    spark: SparkSession, admin: str, work: Path, opts: SessionBenchOptions, on: bool,
+    keep: Callable[[str], None] | None, progress: Callable[[str], None],
+) -> float:
+    bench = BenchOptions(rows_per_file=opts.rows_per_file, master=opts.master,
+                         partitions=opts.partitions)
+    name = f"e2e-{'on' if on else 'off'}-{time.monotonic_ns()}"
+    shutil.copytree(work / "landing", work / name)
+    with scratch_database(admin, partitions=opts.partitions) as store:
+        _defined(store, on)
+        result = end_to_end(spark, store, ingest_config(work, name, bench, once=True), progress)
+        if keep is not None:
+            keep(store)
+    return float(result["ingest_events_per_s"])
+
+
+def _timed_ms(call: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def lookups(dsn: str, names: list[str], now: datetime) -> dict[str, Any]:
+    """p50 / p95 ms of a key's sessions and, when the key index can be turned on, of a tumbling
+    10 s series over the key's last hour."""
+    out: dict[str, Any] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        times = [_timed_ms(lambda k=k: sessions.sessions(conn, k)) for k in names]
+        out["session_lookup_ms_p50"] = round(median(times), 3)
+        out["session_lookup_ms_p95"] = round(percentile(times, 95), 3)
+        found = [len(sessions.sessions(conn, k)) for k in names]
+        out["sessions_per_key_median"] = median(found)
+        stats = sessions.stats(conn)
+        out["sessions_merges"] = stats.merges
+        out.update(_key_windows(conn, names, now))
+    return out
+
+
+def _key_windows(conn: psycopg.Connection, names: list[str], now: datetime) -> dict[str, Any]:
+    try:
+        from db import key_windows
+    except ImportError:
+        return {"key_window_ms_p50": None}
+    key_windows.enable_index(conn)
+    start, end = now - timedelta(hours=1), now
+    size = timedelta(seconds=10)
+    times = []
+    for k in names:
+        started = time.perf_counter()
+        key_windows.tumbling(conn, k, size, start, end)
+        times.append((time.perf_counter() - started) * 1000)
+    return {"key_window_ms_p50": round(median(times), 3),
+            "key_window_ms_p95": round(percentile(times, 95), 3)}
+
+
+def run_bench(admin: str, opts: SessionBenchOptions, progress: Callable[[str], None]) -> dict:
+    """Run (a) and (b) side by side, then the lookups; the report (the JSON line's keys)."""
+    from ingest.java import check_java
+    from ingest.spark import build_session, stop_session
+
+    check_java()
+    now = datetime.now(UTC)
+    work = Path(tempfile.mkdtemp(prefix="slidewin-bench-sessions-"))
+    try:
+        table = make_keyed_events(opts.events, opts.keys, now - timedelta(seconds=5))
+        _write_landing(table, work / "landing",
+                       BenchOptions(rows_per_file=opts.rows_per_file, format="parquet"))
+        keyed = with_partitions(table, opts.partitions)
+        rates: dict[str, list[float]] = {
+            k: [] for k in ("copy_off", "copy_on", "e2e_off", "e2e_on")
+        }
+        spark = build_session(opts.master)
+        kept: list[str] = []
+        try:
+            progress("warming Spark up (one run, not counted)")
+            _e2e_rate(spark, admin, work, opts, False, None, progress)
+            for r in range(opts.rounds):
+                order = (False, True) if r % 2 == 0 else (True, False)
+                for on in order:
+                    tag = "on" if on else "off"
+                    rates[f"copy_{tag}"].append(_copy_rate(admin, keyed, opts, on))
+                for on in order:
+                    keep = None
+                    if on and r == opts.rounds - 1:  # time the lookups on the last such store
+
+                        def keep(store: str) -> None:
+                            kept.append(_lookups_now(store, table, opts, now, progress))
+
+                    rate = _e2e_rate(spark, admin, work, opts, on, keep, progress)
+                    rates[f"e2e_{'on' if on else 'off'}"].append(rate)
+                progress(f"round {r + 1}/{opts.rounds}: " + ", ".join(
+                    f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()))
+        finally:
+            stop_session(spark)
+        return _report(opts, rates, kept)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _lookups_now(store: str, table: pa.Table, opts: SessionBenchOptions, now: datetime,
+                 progress: Callable[[str], None]) -> Any:
+    names = random.Random(5).sample(  # noqa: S311 - a reproducible sample, not a secret
+        sorted(set(table["uuid"].to_pylist())), opts.lookups)
+    found = lookups(store, names, now)
+    progress(f"lookups: {found}")
+    return found
+
+
+def _report(opts: SessionBenchOptions, rates: dict[str, list[float]], kept: list) -> dict:
+    med = {k: median(v) for k, v in rates.items()}
+    report: dict[str, Any] = {
+        "events": opts.events, "keys": opts.keys, "rounds": opts.rounds,
+        "gap_s": DEFINITION.gap.total_seconds(), "grace_s": DEFINITION.grace.total_seconds(),
+        "copy_events_per_s": round(med["copy_off"]),
+        "copy_sessions_events_per_s": round(med["copy_on"]),
+        "session_copy_cost_pct": round((1 - med["copy_on"] / med["copy_off"]) * 100, 1),
+        "ingest_events_per_s": round(med["e2e_off"]),
+        "ingest_sessions_events_per_s": round(med["e2e_on"]),
+        "session_ingest_cost_pct": round((1 - med["e2e_on"] / med["e2e_off"]) * 100, 1),
+        "runs": {k: [round(x) for x in v] for k, v in rates.items()},
+    }
+    if kept:
+        report.update(kept[-1])
+    return report
