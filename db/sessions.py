@@ -204,7 +204,7 @@ def closed(
             "SELECT * FROM slidewin.sessions_closed(%s, %s, %s, %s, %s)",
             (name, after_end, after_key, key, limit),
         ).fetchall()
-    return [Session(*r[:8], final=True) for r in rows]
+    return [Session(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], final=True) for r in rows]
 
 
 def expire(conn: psycopg.Connection, chunk: int = 10_000) -> int:
@@ -251,3 +251,21 @@ def stats(conn: psycopg.Connection, name: str | None = None) -> SessionStats:
         row = conn.execute("SELECT * FROM slidewin.session_stats(%s)", (name,)).fetchone()
     assert row is not None
     return SessionStats(*row)
+
+
+def all_stats(conn: psycopg.Connection) -> list[SessionStats]:
+    """``SessionStats`` of every definition in force, by name (none: an empty list)."""
+    rows = conn.execute(
+        "SELECT s.* FROM slidewin.session_defs d, LATERAL slidewin.session_stats(d.name) s "
+        "WHERE d.dropped_at IS NULL ORDER BY d.name"
+    ).fetchall()
+    return [SessionStats(*r) for r in rows]
+
+
+def stats_line(s: SessionStats) -> str:
+    """One report line: open sessions, merges, late events and the longest session."""
+    longest = "none yet"
+    if s.longest is not None:
+        longest = f"{s.longest.total_seconds():.1f} s (key {s.longest_key})"
+    return (f"Sessions {s.name}: {s.open:,} open, {s.merges:,} merges, {s.late:,} late, "
+            f"longest {longest}")

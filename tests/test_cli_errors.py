@@ -44,6 +44,7 @@ ARGS: dict[str, list[str]] = {
     "bench ingest": [],
     "bench queries": [],
     "bench retention": [],
+    "bench sessions": [],
     "bench windows": [],
     "client": ["--duration", "10"],
     "db init": [],

@@ -213,3 +213,35 @@ def test_summary_has_per_partition_rows_and_oldest_age(conn, watch_conn):
     assert "Rows retained 4" in text and "late: 1" in text and "p95 250" in text
     assert "None" not in text
     assert summary.as_json()["retained"] == 4
+
+
+# ---- session windows ------------------------------------------------------------------------
+
+def test_reports_and_summary_show_each_session_window(conn, watch_conn):
+    """Open sessions, merges, late events and the longest session; an event late only for the
+    session window is stored, so the watch does not count it as rejected."""
+    from db import sessions
+
+    sessions.define(conn, sessions.SessionDef("visits", timedelta(seconds=5),
+                                              timedelta(seconds=30), timedelta(hours=1)))
+    watch = StoreWatch(watch_conn)
+    reporter = Reporter(conn, watch, GeneratorStats(), FreshnessTracker(clock=lambda: NOW),
+                        Failures(), clock=lambda: NOW)
+    # a: [-20 .. -17] and [-9]; then -13 bridges them; b: one event at 0.1
+    insert_events(conn, [Event("a", 1, at(-20)), Event("a", 1, at(-17)), Event("a", 1, at(-9)),
+                         Event("b", 1, at(0.1))], 8)
+    insert_events(conn, [Event("a", 1, at(-13))], 8)
+    insert_events(conn, [Event("b", 1, at(-40))], 8)  # close 0.1 - 35: late for visits
+    text = "\n".join(format_report(reporter.report()))
+    assert "Sessions visits: 2 open, 1 merges, 1 late, longest 11.0 s (key a)" in text
+    assert watch.totals.rejected == 0
+    summary = build_summary(
+        conn=conn, now=NOW, duration_s=20, measured_s=15, written=(6, 6),
+        totals=watch.totals, at_warmup=Totals(), failures=(0, ""),
+        freshness=latency_stats([]), unmeasured=0, pending=0,
+    )
+    assert "Sessions visits: 2 open, 1 merges, 1 late, longest 11.0 s (key a)" in "\n".join(
+        format_summary(summary))
+    assert summary.as_json()["sessions"] == [
+        {"name": "visits", "open": 2, "merges": 1, "late": 1, "longest_s": 11.0,
+         "longest_key": "a"}]

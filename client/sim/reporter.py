@@ -16,6 +16,8 @@ Where the numbers come from, all bounded reads:
   client's deleter, the scheduler, inline ingest) -- read in one REPEATABLE READ snapshot, where
   the batch rows and the rollups they changed commit together.
 - *rejected*: dead letters with an id above the last one seen, grouped by reason.
+- *sessions*: per session window definition, open sessions (one index range of the sessions
+  not yet final), merges, late events and the longest session (``db.sessions.all_stats``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import psycopg
 
 from client.sim.freshness import FreshnessTracker, latency_stats
 from client.sim.generator import GeneratorStats
-from db import windows
+from db import sessions, windows
 from db.clock import Clock, utc_now
 
 WINDOWS = (1, 5, 10, 30)
@@ -44,8 +46,10 @@ SELECT query_id, batch_id, accepted, rejected, duplicates, committed_at
   FROM slidewin.ingest_batches
  WHERE committed_at > %s::timestamptz - interval '{OVERLAP}'
 """
+# events late only for a session definition (source session:NAME) are stored, not rejected
 DEAD_LETTERS_SQL = """
-SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters WHERE id > %s GROUP BY reason
+SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters
+ WHERE id > %s AND source NOT LIKE 'session:%%' GROUP BY reason
 """
 LAST_DEAD_LETTER_SQL = "SELECT coalesce(max(id), 0) FROM slidewin.dead_letters"
 
@@ -159,6 +163,7 @@ class Report:
     rejected: int
     failures: int
     rows: int
+    sessions: list[sessions.SessionStats] = field(default_factory=list)
 
 
 def show(value: float | None, fmt: str = "{:.1f}") -> str:
@@ -190,6 +195,7 @@ def format_report(r: Report) -> list[str]:
         f"    Rows deleted {r.deleted}, rejected {r.rejected}, failures {r.failures}, "
         f"stored {r.rows}",
     ]
+    lines += [f"    {sessions.stats_line(s)}" for s in r.sessions]
     return lines
 
 
@@ -258,6 +264,7 @@ class Reporter:
             rejected=totals.rejected - self._last.rejected,
             failures=self.failures.count,
             rows=totals.rows,
+            sessions=sessions.all_stats(self.conn),
         )
         self._last, self._last_written = totals, (mono, written)
         return report

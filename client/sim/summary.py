@@ -3,12 +3,13 @@
 Totals (written, ingested, deleted, rejected, failures), overall throughput over the measured
 period (the run minus the warmup), freshness percentiles over events created after the warmup,
 rows retained and the oldest row's age per partition (``db.status``: row counts from the rollups,
-the oldest row from one primary-key probe per partition), and rejected events by reason.
+the oldest row from one primary-key probe per partition), rejected events by reason, and each
+session window definition's open sessions, merges, late events and longest session.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ import psycopg
 
 from client.sim.freshness import LatencyStats
 from client.sim.reporter import Totals, show
+from db import sessions
 from db.status import PartitionStatus, partition_status
 
 
@@ -24,6 +26,23 @@ class PartitionLine:
     part: int
     rows: int
     oldest_age_s: float | None
+
+
+@dataclass(frozen=True)
+class SessionLine:
+    """A session window definition at the end of the run (JSON-ready)."""
+
+    name: str
+    open: int
+    merges: int
+    late: int
+    longest_s: float | None
+    longest_key: str | None
+
+    @classmethod
+    def of(cls, s: sessions.SessionStats) -> SessionLine:
+        longest = None if s.longest is None else round(s.longest.total_seconds(), 3)
+        return cls(s.name, s.open, s.merges, s.late, longest, s.longest_key)
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,7 @@ class Summary:
     unmeasured_events: int
     pending_events: int
     partitions: list[PartitionLine]
+    sessions: list[SessionLine] = field(default_factory=list)
 
     @property
     def written_per_s(self) -> float:
@@ -104,6 +124,7 @@ def build_summary(
         unmeasured_events=unmeasured,
         pending_events=pending,
         partitions=partition_lines(conn, now),
+        sessions=[SessionLine.of(st) for st in sessions.all_stats(conn)],
     )
 
 
@@ -131,6 +152,11 @@ def format_summary(s: Summary) -> list[str]:
         lines += [f"    {reason}: {n}" for reason, n in s.rejected_by_reason.items()]
     else:
         lines.append("  Rejected events by reason: none")
+    for line in s.sessions:
+        longest = "none yet" if line.longest_s is None else (
+            f"{line.longest_s:.1f} s (key {line.longest_key})")
+        lines.append(f"  Sessions {line.name}: {line.open:,} open, {line.merges:,} merges, "
+                     f"{line.late:,} late, longest {longest}")
     if s.last_failure:
         lines.append(f"  Last failure: {s.last_failure}")
     return lines
