@@ -45,6 +45,8 @@ BASELINE: tuple[str, ...] = (
     "triggers/rollups_on_truncate.sql",
     "functions/attach_rollup_triggers.sql",
     "triggers/events_rollup_triggers.sql",
+    "functions/sessions_apply.sql",
+    "functions/session_late_detail.sql",
     "triggers/sessions_on_insert.sql",
     "functions/attach_session_trigger.sql",
     "triggers/events_session_trigger.sql",

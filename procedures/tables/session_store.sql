@@ -4,7 +4,7 @@
 -- Written only by slidewin.sessions_on_insert (and deleted by slidewin.sessions_expire); not
 -- changed by deletes of raw rows: a session is a stream aggregate with its own retention.
 CREATE TABLE IF NOT EXISTS slidewin.session_store (
-    def_id   integer     NOT NULL REFERENCES slidewin.session_defs (id),
+    def_id   integer     NOT NULL,  -- no foreign key: its check per row costs the ingest
     uuid     text        NOT NULL,
     start_ts timestamptz NOT NULL,
     end_ts   timestamptz NOT NULL CHECK (end_ts >= start_ts),

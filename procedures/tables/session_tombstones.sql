@@ -2,7 +2,7 @@
 -- the version of the statement that merged them and the session they went into. Read by
 -- `--emit update`; deleted with their definition's retention by slidewin.sessions_expire.
 CREATE TABLE IF NOT EXISTS slidewin.session_tombstones (
-    def_id       integer     NOT NULL REFERENCES slidewin.session_defs (id),
+    def_id       integer     NOT NULL,  -- slidewin.session_defs (id), unchecked like session_store
     uuid         text        NOT NULL,
     start_ts     timestamptz NOT NULL,
     end_ts       timestamptz NOT NULL,
