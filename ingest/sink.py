@@ -48,6 +48,7 @@ from db.connect import procedure_errors
 from db.events import insert_staged
 from db.limits import MAX_NAMED_PART, partition_table
 from db.retention import row_targets
+from ingest import sessions
 from ingest.pgbinary import encode_events
 
 FAULT_ENV = "SLIDEWIN_INGEST_FAULT"
@@ -124,17 +125,23 @@ PRECOMPUTED_SETTING = "slidewin.precomputed_rollups"  # read by slidewin.rollups
 
 def insert_rows(conn: psycopg.Connection, rows: BatchRows) -> tuple[int, str, BatchRows]:
     """The default ``Insert``: ``insert_arrow_events`` on the good rows, with Spark's partials
-    where the chunk has them and no in-batch duplicate; a failure fails the batch."""
-    inserted, path = insert_arrow_events(conn, rows.good, precomputed=presummable(rows))
+    where the chunk has them and no in-batch duplicate, and the session windows' islands
+    computed here when it has none; a failure fails the batch."""
+    refs = sessions.definitions(conn) if _no_copies(rows.good) else []
+    inserted, path = insert_arrow_events(
+        conn, rows.good, precomputed=presummable(rows), session_refs=refs
+    )
     return inserted, path, rows
+
+
+def _no_copies(good: pa.Table) -> bool:
+    return good.num_rows > 0 and pc.max(good["copies"]).as_py() == 1
 
 
 def presummable(rows: BatchRows) -> bool:
     """Spark's partials of this chunk equal the aggregates of the rows a COPY inserts: Spark
     computed them (``pid``) and counted no row twice (no in-batch duplicate, ``copies`` 1)."""
-    if rows.pid is None or rows.good.num_rows == 0:
-        return False
-    return pc.max(rows.good["copies"]).as_py() == 1
+    return rows.pid is not None and _no_copies(rows.good)
 
 
 def write_batch(
@@ -339,7 +346,11 @@ def _finish(
 
 
 def insert_arrow_events(
-    conn: psycopg.Connection, good: pa.Table, *, precomputed: bool = False
+    conn: psycopg.Connection,
+    good: pa.Table,
+    *,
+    precomputed: bool = False,
+    session_refs: list[sessions.SessionRef] | None = None,
 ) -> tuple[int, str]:
     """Insert the batch's rows, skipping (uuid, ts) already stored. Returns (inserted, path):
     ``copy`` (binary COPY straight into the partitions) or, when some row is stored already,
@@ -349,21 +360,33 @@ def insert_arrow_events(
     COPY runs with the insert trigger stepped aside (path ``PRECOMPUTED``). The switch is
     transaction-local and set inside the COPY's savepoint, so a unique violation undoes it with
     the COPY, and the staging path's insert -- which may insert fewer rows than it was sent --
-    always leaves the rollups to the trigger."""
+    always leaves the rollups to the trigger.
+
+    ``session_refs``: session definitions whose islands the caller may compute from these rows
+    (they hold no (uuid, ts) twice). When the COPY inserts them all, they are applied here
+    (``ingest.sessions``) and the session trigger skips those definitions during the COPY; on
+    the staging path the trigger keeps every definition from the rows really inserted."""
     if good.num_rows == 0:
         return 0, "empty"
     rows = good.select(["part", "uuid", "val", "ts"])
+    refs = session_refs or []
     try:
         with conn.transaction():  # SAVEPOINT: a unique violation undoes only these COPYs
             if precomputed:
                 _precomputed(conn, True)
+            if refs:
+                sessions.skip(conn, refs)
             for table, piece in by_partition(rows):
                 _copy(conn, f"COPY {table} {EVENTS_COPY}", piece)
             if precomputed:
                 _precomputed(conn, False)
-        return good.num_rows, PRECOMPUTED if precomputed else "copy"
+            if refs:
+                sessions.skip(conn, [])
     except psycopg.errors.UniqueViolation:
         return insert_staged(conn, encode_events(rows)), "staging"
+    if refs:
+        sessions.apply(conn, rows, refs)
+    return good.num_rows, PRECOMPUTED if precomputed else "copy"
 
 
 def _precomputed(conn: psycopg.Connection, on: bool) -> None:

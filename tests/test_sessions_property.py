@@ -16,10 +16,15 @@ from collections import defaultdict
 from datetime import timedelta
 from decimal import Decimal
 
+import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from db import sessions
+from db.events import partition_of
+from ingest import sessions as sink_sessions
+from ingest.batch import GOOD_SCHEMA
+from ingest.sink import insert_arrow_events
 from tests import store_fixtures
 from tests.conftest import clean_connection
 from tests.store_fixtures import at, put
@@ -45,6 +50,17 @@ batches = st.lists(
     min_size=1,
     max_size=10,
 )
+
+
+def copy_like_the_sink(conn, batch: list[tuple[str, float]]) -> None:
+    unique = sorted(set(batch))  # the batch deduplicated, as Spark hands it over
+    good = pa.Table.from_pylist(
+        [{"part": partition_of(k, store_fixtures.PARTS), "uuid": k, "val": val_of(k, t),
+          "ts": at(t), "copies": 1} for k, t in unique],
+        schema=GOOD_SCHEMA,
+    )
+    with conn.transaction():
+        insert_arrow_events(conn, good, session_refs=sink_sessions.definitions(conn))
 
 
 def runs(times: list[float]) -> list[list[float]]:
@@ -90,8 +106,11 @@ def brute_force(history: list[list[tuple[str, float]]], grace_s: float):
 @settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(plan=batches, grace_s=st.sampled_from([0, 2.5, 5, 10]))
-def test_sessions_equal_the_brute_force(small_store_dsn, plan, grace_s: float):
+@given(plan=batches, grace_s=st.sampled_from([0, 2.5, 5, 10]), sink=st.booleans())
+def test_sessions_equal_the_brute_force(small_store_dsn, plan, grace_s: float, sink: bool):
+    """``sink``: batches go the ingest sink's way -- COPYed whole with the islands computed in
+    Python (``ingest.sessions``), or, when a row is stored already, through the staging path and
+    the trigger -- instead of psql's (an INSERT, the trigger)."""
     history: list[list[tuple[str, float]]] = []
     with clean_connection(small_store_dsn) as conn:
         sessions.define(
@@ -105,7 +124,10 @@ def test_sessions_equal_the_brute_force(small_store_dsn, plan, grace_s: float):
             else:
                 batch = list(arg)
             history.append(batch)
-            put(conn, [(k, val_of(k, t), at(t)) for k, t in batch])
+            if sink:
+                copy_like_the_sink(conn, batch)
+            else:
+                put(conn, [(k, val_of(k, t), at(t)) for k, t in batch])
         expected, late = brute_force(history, grace_s)
         got = {
             (s.key, (s.start - at(0)).total_seconds()): (
