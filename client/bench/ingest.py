@@ -50,6 +50,7 @@ from client.bench.stats import median, percentile
 from db.scratch import scratch_database
 from ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER, IngestConfig
 from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
+from ingest.sessions import definitions as session_definitions
 from ingest.sink import (
     BatchResult,
     Partials,
@@ -140,7 +141,8 @@ def copy_limit(dsn: str, table: pa.Table, rows_per_file: int, *, partials: bool 
     with psycopg.connect(dsn, autocommit=True) as conn:
         for chunk, (check, sums_of_chunk) in zip(chunks, sums, strict=True):
             with conn.transaction():
-                insert_arrow_events(conn, chunk, precomputed=partials)
+                refs = session_definitions(conn)  # as the sink: none unless defined
+                insert_arrow_events(conn, chunk, precomputed=partials, session_refs=refs)
                 if partials:
                     apply_partials(conn, {0: check}, sums_of_chunk)
     return table.num_rows / (time.perf_counter() - started)
