@@ -16,7 +16,7 @@ dictionary-encoded and sorted with ``np.lexsort`` on (code, ts), so no string is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import psycopg
@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from db.connect import procedure_errors
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SETTING = "slidewin.presummed_sessions"  # read by slidewin.sessions_on_insert
 _EXACT_INT64 = 2**62  # a sum whose float estimate reaches this is summed exactly instead
 
@@ -42,8 +43,8 @@ class Islands:
     """One chunk's islands under one gap: parallel arrays, plus each row's island."""
 
     keys: list[str]
-    first: pa.Array
-    last: pa.Array
+    first_us: np.ndarray  # microseconds since the epoch
+    last_us: np.ndarray
     n: np.ndarray
     total: list[int]
     vmin: np.ndarray
@@ -80,11 +81,10 @@ def islands(good: pa.Table, gap: timedelta) -> Islands:
     ends = np.append(starts[1:], len(c)) - 1
     row_island = np.empty(len(c), dtype=np.int64)
     row_island[order] = np.cumsum(brk) - 1
-    ts_type = good.schema.field("ts").type
     return Islands(
         keys=codes_enc.dictionary.take(pa.array(c[starts])).to_pylist(),
-        first=pa.array(t[starts], pa.int64()).cast(ts_type),
-        last=pa.array(t[ends], pa.int64()).cast(ts_type),
+        first_us=t[starts],
+        last_us=t[ends],
         n=ends - starts + 1,
         total=_sums(v, starts),
         vmin=np.minimum.reduceat(v, starts),
@@ -100,6 +100,10 @@ def _sums(vals: np.ndarray, starts: np.ndarray) -> list[int]:
         return np.add.reduceat(vals, starts).tolist()
     bounds = np.append(starts, len(vals))
     return [sum(int(x) for x in vals[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _us(t: datetime) -> int:
+    return (t - EPOCH) // timedelta(microseconds=1)
 
 
 LATE_LETTERS = """
@@ -121,8 +125,10 @@ def apply(conn: psycopg.Connection, good: pa.Table, refs: list[SessionRef]) -> i
         isl = islands(good, ref.gap)
         with procedure_errors():
             late = conn.execute(
-                "SELECT * FROM slidewin.sessions_apply(%s, %s, %s, %s, %s, %s, %s, %s)",
-                (ref.id, isl.keys, isl.first.to_pylist(), isl.last.to_pylist(),
+                "SELECT * FROM slidewin.sessions_apply(%s, %s::text[], "
+                "slidewin.epoch_us_array(%s), slidewin.epoch_us_array(%s), %s::bigint[], "
+                "%s::numeric[], %s::bigint[], %s::bigint[])",
+                (ref.id, isl.keys, isl.first_us.tolist(), isl.last_us.tolist(),
                  isl.n.tolist(), isl.total, isl.vmin.tolist(), isl.vmax.tolist()),
             ).fetchall()
         if late:
@@ -133,9 +139,9 @@ def apply(conn: psycopg.Connection, good: pa.Table, refs: list[SessionRef]) -> i
 def _dead_letters(
     conn: psycopg.Connection, good: pa.Table, isl: Islands, ref: SessionRef, late: list[tuple]
 ) -> int:
-    where = {(k, f): i for i, (k, f) in enumerate(zip(isl.keys, isl.first.to_pylist(),
-                                                      strict=True))}
-    island_close = {where[(k, f)]: (f, e, close) for k, f, e, close in late}
+    first_of = {(k, int(f)): i for i, (k, f) in enumerate(zip(isl.keys, isl.first_us,
+                                                               strict=True))}
+    island_close = {first_of[(k, _us(f))]: (f, e, close) for k, f, e, close in late}
     rows = np.flatnonzero(np.isin(isl.row_island, list(island_close)))
     picked = good.take(pa.array(rows))
     spans = [island_close[int(isl.row_island[r])] for r in rows]

@@ -45,6 +45,7 @@ BASELINE: tuple[str, ...] = (
     "triggers/rollups_on_truncate.sql",
     "functions/attach_rollup_triggers.sql",
     "triggers/events_rollup_triggers.sql",
+    "functions/epoch_us_array.sql",
     "functions/sessions_apply.sql",
     "functions/session_late_detail.sql",
     "triggers/sessions_on_insert.sql",

@@ -11,9 +11,10 @@
 --      the gap from a session joins it, and one within the gap of two sessions bridges them;
 --   3. close rule: a group ending before close = (stream time before this transaction) - gap -
 --      grace would change a closed session: its islands are returned as late (the caller
---      dead-letters their events) and change nothing; every other group is upserted as one
---      session (the stored session with the same start keeps its row), the others it absorbed
---      are deleted and kept as tombstones;
+--      dead-letters their events) and change nothing; every other group is one session -- the
+--      stored session it starts with is updated, or a new row inserted -- and the stored
+--      sessions it absorbed are deleted and kept as tombstones. Islands of keys with no stored
+--      session nearby are sessions as they are: only the others are grouped;
 --   4. the definition's stream time, version, merges, late count and longest session.
 -- Work is the islands plus the sessions they touch, never the table. A removed (or unknown)
 -- definition returns nothing and changes nothing.
@@ -61,8 +62,12 @@ BEGIN
                 WHERE t.def_id = v_def.id AND t.uuid = i.uuid
                   AND t.end_ts >= i.s - v_def.gap AND t.start_ts <= i.e + v_def.gap
                 OFFSET 0) AS x
-    ), items AS (
-        SELECT i.uuid, i.s, i.e, i.n, i.total, i.vmin, i.vmax, true AS fresh FROM islands i
+    ), keys_touched AS MATERIALIZED (
+        SELECT DISTINCT t.uuid FROM touched t
+    ), items AS (  -- only keys with stored sessions nearby need grouping: a batch's islands
+                   -- of one key already lie more than the gap apart
+        SELECT i.uuid, i.s, i.e, i.n, i.total, i.vmin, i.vmax, true AS fresh
+          FROM islands i WHERE i.uuid IN (SELECT k.uuid FROM keys_touched k)
         UNION ALL
         SELECT t.uuid, t.start_ts, t.end_ts, t.n, t.total, t.vmin, t.vmax, false FROM touched t
     ), breaks AS (
@@ -76,19 +81,27 @@ BEGIN
                               ROWS UNBOUNDED PRECEDING) AS grp
           FROM breaks b
     ), merged AS MATERIALIZED (
-        SELECT g.uuid, g.grp, min(g.s) AS s, max(g.e) AS e, sum(g.n)::bigint AS n,
-               sum(g.total) AS total, min(g.vmin) AS vmin, max(g.vmax) AS vmax,
-               count(*) FILTER (WHERE NOT g.fresh) AS olds,
-               coalesce(max(g.e) < v_close, false) AS late
+        SELECT i.uuid, -1::bigint AS grp, i.s, i.e, i.n, i.total, i.vmin, i.vmax,
+               0::bigint AS olds, NULL::timestamptz AS old_first,
+               coalesce(i.e < v_close, false) AS late
+          FROM islands i WHERE i.uuid NOT IN (SELECT k.uuid FROM keys_touched k)
+        UNION ALL
+        SELECT g.uuid, g.grp, min(g.s), max(g.e), sum(g.n)::bigint, sum(g.total), min(g.vmin),
+               max(g.vmax), count(*) FILTER (WHERE NOT g.fresh),
+               min(g.s) FILTER (WHERE NOT g.fresh), coalesce(max(g.e) < v_close, false)
           FROM grouped g GROUP BY g.uuid, g.grp
-    ), upserted AS (  -- data-modifying CTEs run to completion, read or not
-        INSERT INTO slidewin.session_store AS t
+    ), inserted AS (  -- data-modifying CTEs run to completion, read or not
+        INSERT INTO slidewin.session_store
                (def_id, uuid, start_ts, end_ts, n, total, vmin, vmax, version)
         SELECT v_def.id, m.uuid, m.s, m.e, m.n, m.total, m.vmin, m.vmax, v_def.version + 1
-          FROM merged m WHERE NOT m.late
-        ON CONFLICT (def_id, uuid, start_ts) DO UPDATE
-           SET end_ts = excluded.end_ts, n = excluded.n, total = excluded.total,
-               vmin = excluded.vmin, vmax = excluded.vmax, version = excluded.version
+          FROM merged m WHERE NOT m.late AND m.old_first IS DISTINCT FROM m.s
+    ), updated AS (  -- a group starting with a stored session keeps that session's row
+        UPDATE slidewin.session_store t
+           SET end_ts = m.e, n = m.n, total = m.total, vmin = m.vmin, vmax = m.vmax,
+               version = v_def.version + 1
+          FROM merged m
+         WHERE NOT m.late AND m.old_first = m.s
+           AND t.def_id = v_def.id AND t.uuid = m.uuid AND t.start_ts = m.s
     ), absorbed AS (
         SELECT g.uuid, g.s AS start_ts, g.e AS end_ts, m.s AS merged_start
           FROM grouped g JOIN merged m ON m.uuid = g.uuid AND m.grp = g.grp
@@ -102,6 +115,8 @@ BEGIN
         SELECT v_def.id, a.uuid, a.start_ts, a.end_ts, v_def.version + 1, a.merged_start
           FROM absorbed a
     ), late AS MATERIALIZED (
+        SELECT m.uuid, m.s, m.e, m.n FROM merged m WHERE m.late AND m.grp = -1
+        UNION ALL
         SELECT g.uuid, g.s, g.e, g.n
           FROM grouped g JOIN merged m ON m.uuid = g.uuid AND m.grp = g.grp
          WHERE g.fresh AND m.late
