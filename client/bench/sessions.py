@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,7 +120,7 @@ def lookups(dsn: str, names: list[str], now: datetime) -> dict[str, Any]:
     10 s series over the key's last hour."""
     out: dict[str, Any] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
-        times = [_timed_ms(lambda k=k: sessions.sessions(conn, k)) for k in names]
+        times = [_timed_ms(partial(sessions.sessions, conn, k)) for k in names]
         out["session_lookup_ms_p50"] = round(median(times), 3)
         out["session_lookup_ms_p95"] = round(percentile(times, 95), 3)
         found = [len(sessions.sessions(conn, k)) for k in names]

@@ -4,7 +4,7 @@ here in one list (``root`` holds the group and its error display, ``options`` th
 
 from __future__ import annotations
 
-from client.cli import bench, client, db, demo, ingest, jobs, query, windows
+from client.cli import bench, client, db, demo, ingest, jobs, query, windows, windows_sessions
 from client.cli.root import SlidewinGroup, cli
 
 COMMANDS = (
@@ -19,6 +19,8 @@ COMMANDS = (
 )
 for _command in COMMANDS:
     cli.add_command(_command)
+for _command in windows_sessions.COMMANDS:  # session windows live in the windows group
+    windows.windows_group.add_command(_command)
 
 
 def main() -> None:

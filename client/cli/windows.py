@@ -72,7 +72,8 @@ def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group("windows", cls=SlidewinGroup)
 def windows_group() -> None:
-    """Windows over the exact rollups: tumbling, hopping, sliding, count windows, lookups.
+    """Windows over the exact rollups: tumbling, hopping, sliding, count windows, lookups;
+    and session windows per key, registered as definitions (add, list, sessions, remove).
 
     Every time window says whether it is final (the ingest can no longer change it: its end is
     at or before the watermark, the newest event time minus the ingest's grace) and partial
@@ -87,6 +88,8 @@ def windows_group() -> None:
       slidewin windows rows --size 10000
       slidewin windows current --size 1h --advance 10m --all
       slidewin windows tumbling --size 10s --last 1m --follow --emit final
+      slidewin windows add session visits --gap 30s --grace 5s
+      slidewin windows sessions visits --key key-000042
     """
 
 
