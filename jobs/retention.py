@@ -36,6 +36,7 @@ from typing import TypeVar
 
 import psycopg
 
+from db import sessions
 from db.clock import Clock, utc_now
 from db.connect import ThreadConnections
 from db.retention import nibble, partition_keys, row_targets
@@ -174,6 +175,19 @@ def run_until_caught_up(
     caught_up = last is not None and not last.skipped and not last.filled
     skipped = last is not None and last.skipped
     return CatchUpResult(rounds, totals, caught_up, skipped, last)
+
+
+def expire_sessions(conn: psycopg.Connection, chunk: int, max_rounds: int = 1000) -> int:
+    """Session windows past their own retention (``db.sessions.expire``), in calls of at most
+    ``chunk`` sessions per definition, while a call fills its chunk; the sessions deleted.
+    Each call commits on its own, like a nibble."""
+    total = 0
+    for _ in range(max_rounds):
+        deleted = sessions.expire(conn, chunk)
+        total += deleted
+        if deleted < chunk:
+            break
+    return total
 
 
 def prepare_session(conn: psycopg.Connection) -> None:

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,7 +36,13 @@ from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
 from db.retention_settings import DEFAULT_NAME, read_settings
 from jobs.config import RetentionPolicy
 from jobs.errors import JobError
-from jobs.retention import CatchUpResult, NibblePool, RoundResult, run_until_caught_up
+from jobs.retention import (
+    CatchUpResult,
+    NibblePool,
+    RoundResult,
+    expire_sessions,
+    run_until_caught_up,
+)
 from jobs.runs import JobRun, record_run
 from jobs.status import no_jit, retention_lag
 from jobs.store import JOB_DEFAULTS, Scheduler, check_schema, make_engine, make_jobstore
@@ -191,12 +197,17 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
     )
     if not result.skipped:
         vacuum.nudge()
+    expired = expire_sessions(conn, policy.chunk, MAX_ROUNDS) if not result.skipped else 0
     vacuumed, vacuum_ms = vacuum.drain()
     finished = rt.clock()
-    record_run(conn, _retention_run(name, started, finished, result, vacuumed, vacuum_ms))
-    if result.total or vacuumed:
+    run = _retention_run(name, started, finished, result, vacuumed, vacuum_ms)
+    if expired:
+        run = replace(run, detail={**run.detail, "sessions_expired": expired})
+    record_run(conn, run)
+    if result.total or vacuumed or expired:
         took = timedelta(seconds=time.monotonic() - began)
-        rt.report(_round_line(name, result, took, vacuumed))
+        line = _round_line(name, result, took, vacuumed)
+        rt.report(line + (f"; {expired} sessions past their retention deleted" if expired else ""))
 
 
 def _retention_run(

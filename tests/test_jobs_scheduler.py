@@ -222,3 +222,22 @@ def test_scheduler_stop_flag_is_honoured_promptly(dsn):
     assert stopped_at and not runner.is_alive() and time.monotonic() - stopped_at[0] < 5
     assert len(rounds) == 3 and all(r.filled for r in rounds)  # mid-work: more was waiting
     assert count(dsn) == 5000 - 3 * PARTS  # and left for later
+
+
+def test_the_retention_job_expires_session_windows_by_their_own_retention(dsn):
+    """Sessions end more than their retention (30 s) before their stream time: the retention
+    job deletes them in chunks (chunk 2: several calls) though the raw rows stay (history 2 h)."""
+    from db import sessions
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        sessions.define(conn, sessions.SessionDef("v", timedelta(seconds=5), timedelta(0),
+                                                  timedelta(seconds=30)))
+    put(dsn, [Event(f"k{i}", 1, NOW - HOUR + timedelta(seconds=i)) for i in range(5)])
+    put(dsn, [Event("late", 1, NOW - HOUR + timedelta(minutes=5))])
+    store.add_retention(dsn, RetentionPolicy(history=2 * HOUR, chunk=2))
+    lines = run_for(dsn, 1.5)
+    assert count(dsn, "SELECT count(*) FROM slidewin.session_store") == 1
+    assert count(dsn) == 6
+    assert any("5 sessions past their retention deleted" in line for line in lines), lines
+    detail = count(dsn, "SELECT max((detail->>'sessions_expired')::int) FROM slidewin.job_runs")
+    assert detail == 5
