@@ -269,3 +269,16 @@ def stats_line(s: SessionStats) -> str:
         longest = f"{s.longest.total_seconds():.1f} s (key {s.longest_key})"
     return (f"Sessions {s.name}: {s.open:,} open, {s.merges:,} merges, {s.late:,} late, "
             f"longest {longest}")
+
+
+def ensure(conn: psycopg.Connection, definition: SessionDef) -> bool:
+    """Register ``definition`` unless one of its name is in force (kept as it is). True when
+    registered now."""
+    row = conn.execute(
+        "SELECT 1 FROM slidewin.session_defs WHERE name = %s AND dropped_at IS NULL",
+        (definition.name,),
+    ).fetchone()
+    if row:
+        return False
+    define(conn, definition)
+    return True

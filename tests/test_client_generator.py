@@ -126,3 +126,65 @@ def test_format_ts_matches_isoformat(stamps):
 def test_bad_config_is_refused_by_name(tmp_path, kwargs, field):
     with pytest.raises(ConfigError, match=field):
         GeneratorConfig(tmp_path, **kwargs)
+
+
+# ---- keyed traffic (--keys): a pool of keys, each in bursts and pauses --------------------
+
+def _keyed_run(tmp_path, seed=3, keys: int | None = 20, seconds=120):
+    """Two minutes of events at 200/s in 0.2 s batches, on a pinned timeline."""
+    gen = EventGenerator(GeneratorConfig(tmp_path, fmt="parquet", seed=seed, keys=keys,
+                                         burst_s=5, pause_s=20))
+    per_batch = 40
+    rows = []
+    for i in range(seconds * 5):
+        start = T0 + timedelta(seconds=i * 0.2)
+        batch = gen.write_batch(per_batch, start, start + timedelta(seconds=0.2))
+        rows += _rows(batch.path, "parquet")
+    return gen, rows
+
+
+def test_keys_come_from_a_pool_of_exactly_n(tmp_path):
+    gen, rows = _keyed_run(tmp_path)
+    seen = {u for u, _, _ in rows}
+    assert len(seen) == 20 and all(UUID4.match(u) for u in seen)
+    assert {bytes(r).decode() for r in gen.pool.uuids} == seen
+
+
+def test_each_key_has_bursts_and_pauses_so_sessions_form(tmp_path):
+    """Within a burst a key's events are a fraction of a second apart; between bursts it is
+    silent for at least half the mean pause (pauses are 10-30 s)."""
+    _, rows = _keyed_run(tmp_path)
+    gaps = []
+    by_key: dict[str, list[datetime]] = {}
+    for u, _, ts in rows:
+        by_key.setdefault(u, []).append(ts)
+    for times in by_key.values():
+        times.sort()
+        gaps += [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
+    gaps_arr = np.array(gaps)
+    assert np.median(gaps_arr) < 1.0
+    long_ = gaps_arr[gaps_arr > 2.0]
+    assert len(long_) >= 20 and long_.min() >= 8.0  # a pause: 10 s at least, less a burst edge
+
+
+def test_keyed_traffic_keeps_the_rate_and_is_reproducible(tmp_path):
+    gen, rows = _keyed_run(tmp_path / "a")
+    assert len(rows) == 120 * 200
+    plain, _ = _keyed_run(tmp_path / "plain", keys=None)  # a fresh uuid per event
+    assert gen.stats.written_per_second == plain.stats.written_per_second
+    _, again = _keyed_run(tmp_path / "b")
+    assert [u for u, _, _ in again] == [u for u, _, _ in rows]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"keys": 0}, "--keys 0 must be from 1 to"),
+    ({"keys": 10}, None),
+    ({"keys": 10, "burst_s": 0}, "--burst 0s must be more than 0"),
+    ({"keys": 10, "pause_s": 7200}, "--pause 7200s must be more than 0 and at most 1h"),
+])
+def test_keyed_options_are_checked_by_name(tmp_path, kwargs, message):
+    if message is None:
+        GeneratorConfig(tmp_path, **kwargs)
+        return
+    with pytest.raises(ConfigError, match=message):
+        GeneratorConfig(tmp_path, **kwargs)

@@ -60,6 +60,13 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="Directory the events are written to (default: <data dir>/landing)."),
     click.option("--format", "fmt", type=click.Choice(FORMATS), default="csv",
                  show_default=True, help="File format of the events."),
+    click.option("--keys", type=COUNT, default=None, metavar="N",
+                 help="Draw keys from a pool of this many, each active in bursts and pauses so "
+                      "session windows form (default: a fresh uuid per event, as VoltDB's)."),
+    click.option("--burst", type=DURATION, default="5s", show_default=True,
+                 help="With --keys: a key's mean burst of activity (each key within +-50%)."),
+    click.option("--pause", type=DURATION, default="20s", show_default=True,
+                 help="With --keys: a key's mean pause between bursts (each within +-50%)."),
     reconnect_timeout_option(),
     click.option("--view", type=click.Choice(["auto", "live", "plain"]), default="auto",
                  show_default=True, help="Live view on a terminal (auto), or plain lines."),
@@ -95,6 +102,9 @@ def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: An
         fmt=secs["fmt"],
         deleter=deleter,
         reconnect_timeout=secs["reconnect_timeout"],
+        keys=secs["keys"],
+        burst=secs["burst"],
+        pause=secs["pause"],
     )
 
 

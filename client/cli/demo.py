@@ -38,6 +38,7 @@ from client.processes import Child, Launch, slidewin_child, start_child
 from client.sim.config import ClientConfig
 from client.sim.generator import EventGenerator, GeneratorConfig
 from client.sim.session import record_retention
+from db import sessions
 from db.config import redact
 from db.errors import SlidewinError
 from db.schema import init_schema
@@ -47,6 +48,14 @@ BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
 READY_MARK = "ingest "  # the ingest's "ingest <query id>: <streams> from <landing>" line
 QUERY_ID = "demo"
 WARMUP_EVENTS = 100
+DEMO_KEYS = 1000
+SESSION_NAME = "demo_sessions"
+
+
+def demo_sessions(gap: timedelta) -> sessions.SessionDef:
+    """The session window the demo registers (validated before anything starts)."""
+    grace = timedelta(seconds=2)
+    return sessions.SessionDef(SESSION_NAME, gap, grace, max(timedelta(minutes=10), gap + grace))
 
 
 class DemoError(SlidewinError):
@@ -208,15 +217,21 @@ def preflight(app: AppContext) -> str:
               help="The ingest's micro-batch interval.")
 @click.option("--startup-timeout", type=DURATION, default="240", show_default=True,
               help="How long to wait for Spark to start before giving up (s).")
+@click.option("--session-gap", type=DURATION, default="10s", show_default=True,
+              help=f"Gap of the session window the demo registers ({SESSION_NAME}); its open "
+                   "sessions, merges and longest session are in the reports.")
 @pass_app
 def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
-                 trigger: Any, startup_timeout: Any, **opts: Any) -> None:
+                 trigger: Any, startup_timeout: Any, session_gap: Any, **opts: Any) -> None:
     """Run everything at once: PostgreSQL (embedded unless --dsn), the schema, the Spark ingest,
     the retention scheduler (unless --inline) and the client, for --duration; then stop every
     part and print the final summary. Ctrl-C stops early, just as cleanly.
 
     Takes the client's options (see `slidewin client --help`); --landing defaults to a per-run
-    folder under <data dir>/demo, removed at the end (the logs stay). Needs Java 17+ for Spark.
+    folder under <data dir>/demo, removed at the end (the logs stay). Keyed traffic: --keys
+    defaults to 1,000 here, each key in bursts and pauses, and the demo registers the session
+    window demo_sessions (--session-gap, grace 2s, retention 10m) unless it exists. Needs Java
+    17+ for Spark.
 
     \b
     Examples:
@@ -225,13 +240,18 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
       slidewin demo --inline --maxrows 50000 --historyseconds 0
       slidewin --dsn postgresql://127.0.0.1/demo demo --json
     """
+    if opts.get("keys") is None:
+        opts["keys"] = DEMO_KEYS
     config = build_config(app, landing or Path("landing"), "jobs", **opts)  # validate first
+    sessions_def = demo_sessions(session_gap)
     dsn = preflight(app)
     app.progress(f"store ready at {redact(dsn)}")
     folder = run_dir(app.data_dir)
     config = replace(config, landing=landing or folder / "landing")
     with app.connect() as conn:
         record_retention(conn, config)
+        if sessions.ensure(conn, sessions_def):
+            app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
     config.landing.mkdir(parents=True, exist_ok=True)
     demo = Demo(app, config, folder, dsn)
     stop = threading.Event()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.sim.generator import FORMATS
+from client.sim.generator import FORMATS, check_keys
 from db.errors import ConfigError
 from db.limits import MAX_CHUNK
 
@@ -38,6 +38,9 @@ class ClientConfig:
     deleter: str = "client"
     maxinterval_ms: float = 10.0
     reconnect_timeout: float = 180.0  # seconds to wait for a database that went away
+    keys: int | None = None  # a pool of keys with bursts and pauses (None: a fresh uuid each)
+    burst: float = 5.0
+    pause: float = 20.0
 
     def __post_init__(self) -> None:
         _positive("--displayinterval", self.displayinterval, "5")
@@ -70,6 +73,7 @@ class ClientConfig:
         _at_least_zero("--reconnect-timeout", self.reconnect_timeout, "3m (0 = fail at once)")
         if self.fmt not in FORMATS:
             raise ConfigError(f"--format {self.fmt!r} is not one of {', '.join(FORMATS)}")
+        check_keys(self.keys, self.burst, self.pause)
         if self.deleter not in DELETERS:
             raise ConfigError(f"--deleter {self.deleter!r} is not one of {', '.join(DELETERS)}")
 

@@ -18,6 +18,14 @@ durability test; ``fsync=True`` turns it on.
 Timestamps within a batch are spread evenly over the interval since the previous batch, so the
 per-second counts match the rate, and the generator records how many events it wrote for each
 second (``written_per_second``) -- the freshness tracker compares those with the rollups.
+
+Keys: by default every event gets a fresh uuid4, as VoltDB's client did. With ``keys`` = N the
+events draw their keys from a pool of N uuids made once (from the seed), and each key lives in
+bursts and pauses so session windows form: key k is active while ``(t + phase_k) mod (burst_k +
+pause_k) < burst_k``, with burst_k and pause_k drawn uniformly within +-50 % of ``burst_s`` and
+``pause_s`` and a random phase, so keys do not pulse in step. Each event takes a key active at
+its own time (all keys, at a moment when none is): the rate and the per-second counts are
+unchanged, and only the keys' pattern differs.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ _HEX_PAIRS16 = np.ascontiguousarray(_HEX_PAIRS).view(np.uint16).ravel()  # byte 
 # the 8-4-4-4-12 groups of the 32 hex digits, and where each starts in the 36-character text
 _UUID_GROUPS = ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))
 _TS_LEN = 27  # 2026-01-01T12:00:00.123456Z
+MAX_KEYS = 10_000_000
 
 @dataclass(frozen=True)
 class GeneratorConfig:
@@ -57,6 +66,9 @@ class GeneratorConfig:
     fmt: str = "csv"
     sd: float = 1000.0
     fsync: bool = False
+    keys: int | None = None  # a pool of this many keys (None: a fresh uuid per event)
+    burst_s: float = 5.0
+    pause_s: float = 20.0
 
     def __post_init__(self) -> None:
         if self.rate < 0:
@@ -69,6 +81,18 @@ class GeneratorConfig:
             raise ConfigError(f"unthrottled_batch must be >= 1, got {self.unthrottled_batch}")
         if self.fmt not in FORMATS:
             raise ConfigError(f"format {self.fmt!r} is not one of {', '.join(FORMATS)}")
+        check_keys(self.keys, self.burst_s, self.pause_s)
+
+
+def check_keys(keys: int | None, burst_s: float, pause_s: float) -> None:
+    """The keyed-traffic options, each error naming the option and the fix."""
+    if keys is not None and not 1 <= keys <= MAX_KEYS:
+        raise ConfigError(f"--keys {keys} must be from 1 to {MAX_KEYS:,}; use e.g. --keys 1000 "
+                          "(leave it out for a fresh key per event)")
+    for name, value, example in (("--burst", burst_s, "5s"), ("--pause", pause_s, "20s")):
+        if not 0 < value <= 3600:
+            raise ConfigError(f"{name} {value:g}s must be more than 0 and at most 1h; use e.g. "
+                              f"{name} {example}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +134,7 @@ class EventGenerator:
         self.stats = GeneratorStats()
         self._sequence = 0
         self._prefix = f"ev-{os.getpid()}-{int(time.time() * 1000)}"
+        self.pool = KeyPool.make(self, config) if config.keys else None
         config.landing.mkdir(parents=True, exist_ok=True)
 
     # ---- building -------------------------------------------------------------------------
@@ -139,7 +164,8 @@ class EventGenerator:
     def write_batch(self, n: int, start: datetime, end: datetime) -> Batch:
         """Write n events created in (start, end] as one file that appears atomically."""
         ts_us = self.spread(epoch_us(start), epoch_us(end), n)
-        uuids, vals = self.uuids(n), self.values(n)
+        uuids = self.uuids(n) if self.pool is None else self.pool.draw(self.rng, ts_us)
+        vals = self.values(n)
         self._sequence += 1
         name = f"{self._prefix}-{self._sequence:08d}{_SUFFIX[self.config.fmt]}"
         final = self.config.landing / name
@@ -198,6 +224,38 @@ class EventGenerator:
             last = now
             if on_batch is not None:
                 on_batch(batch)
+
+
+@dataclass(frozen=True)
+class KeyPool:
+    """``keys`` uuids and each one's burst/pause schedule (seconds)."""
+
+    uuids: np.ndarray  # (keys, 36) uint8
+    burst: np.ndarray
+    period: np.ndarray
+    phase: np.ndarray
+
+    @classmethod
+    def make(cls, gen: EventGenerator, config: GeneratorConfig) -> KeyPool:
+        n = int(config.keys or 0)
+        burst = config.burst_s * gen.rng.uniform(0.5, 1.5, n)
+        period = burst + config.pause_s * gen.rng.uniform(0.5, 1.5, n)
+        return cls(gen.uuids(n), burst, period, gen.rng.uniform(0.0, period))
+
+    def active(self, t_s: float) -> np.ndarray:
+        """Indexes of the keys in a burst at ``t_s`` (epoch seconds); every key when none is."""
+        found = np.flatnonzero(np.mod(t_s + self.phase, self.period) < self.burst)
+        return found if len(found) else np.arange(len(self.uuids))
+
+    def draw(self, rng: np.random.Generator, ts_us: np.ndarray) -> np.ndarray:
+        """A key for each event, among the keys active at its time (looked up per 100 ms:
+        a batch spans 0.2 s, so a handful of lookups)."""
+        out = np.empty(len(ts_us), dtype=np.int64)
+        slot = ts_us // 100_000
+        for s in np.unique(slot):
+            rows = np.flatnonzero(slot == s)
+            out[rows] = rng.choice(self.active(s / 10), len(rows))
+        return self.uuids[out]
 
 
 def render_rows(uuids: np.ndarray, vals: np.ndarray, ts_us: np.ndarray, fmt: str) -> bytes:

@@ -86,7 +86,8 @@ class ClientSession:
         self.freshness = FreshnessTracker(clock=clock)
         self.generator = EventGenerator(
             GeneratorConfig(config.landing, rate=config.ratelimit, seed=config.seed,
-                            fmt=config.fmt),
+                            fmt=config.fmt, keys=config.keys, burst_s=config.burst,
+                            pause_s=config.pause),
             clock=clock,
         )
         self._threads_stop = threading.Event()
