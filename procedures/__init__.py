@@ -72,7 +72,7 @@ BASELINE: tuple[str, ...] = (
 
 # Areas with SQL of their own; each folder's ``order.txt`` lists its files, one per line, in the
 # order to apply them (after BASELINE). Every file there is idempotent too.
-AREAS: tuple[str, ...] = ("ingest", "jobs", "client", "windows", "sessions")
+AREAS: tuple[str, ...] = ("ingest", "jobs", "client", "windows", "sessions", "keys")
 
 
 def area_files(area: str) -> list[str]:

@@ -67,6 +67,7 @@ ARGS: dict[str, list[str]] = {
     "windows add session": ["x", "--gap", "10s"],
     "windows current": ["--size", "10s"],
     "windows expire": [],
+    "windows key-index": [],
     "windows list": [],
     "windows remove": ["x"],
     "windows sessions": [],

@@ -7,11 +7,12 @@ in time order, as a live stream lands them.
 
 Side by side, in alternating order, ``rounds`` times, each into a fresh store on the same
 server: (a) the sink's COPY (no Spark: the database's own cost), and (b) the whole
-``slidewin ingest --once`` path, each without and with one session definition (gap 30 s,
-grace 5 s, retention 2 h). The cost is ``1 - with / without`` of the medians. Then, on the last
-store with sessions: a key's sessions (``slidewin.sessions(key)``) and, once the key index is
-on, a tumbling 10 s series over one key's last hour (``slidewin.key_window``), each timed for
-``lookups`` random keys. A first end-to-end run, not counted, warms Spark up.
+``slidewin ingest --once`` path, each for a plain store, one with a session definition (gap
+30 s, grace 5 s, retention 2 h) and one with the key index (``slidewin.key_index``). A cost is
+``1 - with / without`` of the medians. Then, on the last store with sessions: a key's sessions
+(``slidewin.sessions(key)``) and a tumbling 10 s series over one key's last hour
+(``slidewin.key_window``) without and with the key index, each timed for ``lookups`` random
+keys. A first end-to-end run, not counted, warms Spark up.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from client.bench.ingest import (
     with_partitions,
 )
 from client.bench.stats import median, percentile
-from db import sessions
+from db import key_windows, sessions
 from db.scratch import scratch_database
 
 if TYPE_CHECKING:
@@ -81,28 +82,33 @@ def make_keyed_events(count: int, keys: int, end: datetime, seed: int = 11) -> p
     })
 
 
-def _defined(dsn: str, on: bool) -> None:
-    if on:
-        with psycopg.connect(dsn, autocommit=True) as conn:
+VARIANTS = ("plain", "sessions", "key_index")  # what the store keeps besides the rollups
+
+
+def _prepare(dsn: str, variant: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if variant == "sessions":
             sessions.define(conn, DEFINITION)
+        elif variant == "key_index":
+            key_windows.set_index(conn, True)
 
 
-def _copy_rate(admin: str, keyed: pa.Table, opts: SessionBenchOptions, on: bool) -> float:
+def _copy_rate(admin: str, keyed: pa.Table, opts: SessionBenchOptions, variant: str) -> float:
     with scratch_database(admin, partitions=opts.partitions) as store:
-        _defined(store, on)
+        _prepare(store, variant)
         return copy_limit(store, keyed, opts.rows_per_file)
 
 
 def _e2e_rate(
-    spark: SparkSession, admin: str, work: Path, opts: SessionBenchOptions, on: bool,
+    spark: SparkSession, admin: str, work: Path, opts: SessionBenchOptions, variant: str,
     keep: Callable[[str], None] | None, progress: Callable[[str], None],
 ) -> float:
     bench = BenchOptions(rows_per_file=opts.rows_per_file, master=opts.master,
                          partitions=opts.partitions)
-    name = f"e2e-{'on' if on else 'off'}-{time.monotonic_ns()}"
+    name = f"e2e-{variant}-{time.monotonic_ns()}"
     shutil.copytree(work / "landing", work / name)
     with scratch_database(admin, partitions=opts.partitions) as store:
-        _defined(store, on)
+        _prepare(store, variant)
         result = end_to_end(spark, store, ingest_config(work, name, bench, once=True), progress)
         if keep is not None:
             keep(store)
@@ -132,20 +138,16 @@ def lookups(dsn: str, names: list[str], now: datetime) -> dict[str, Any]:
 
 
 def _key_windows(conn: psycopg.Connection, names: list[str], now: datetime) -> dict[str, Any]:
-    try:
-        from db import key_windows
-    except ImportError:
-        return {"key_window_ms_p50": None}
-    key_windows.enable_index(conn)
-    start, end = now - timedelta(hours=1), now
-    size = timedelta(seconds=10)
-    times = []
-    for k in names:
-        started = time.perf_counter()
-        key_windows.tumbling(conn, k, size, start, end)
-        times.append((time.perf_counter() - started) * 1000)
-    return {"key_window_ms_p50": round(median(times), 3),
-            "key_window_ms_p95": round(percentile(times, 95), 3)}
+    """A tumbling 10 s series over each key's last hour, without and then with the key index."""
+    start, end, size = now - timedelta(hours=1), now, timedelta(seconds=10)
+    out: dict[str, Any] = {}
+    for suffix, on in (("_noindex", False), ("", True)):
+        key_windows.set_index(conn, on)
+        times = [_timed_ms(partial(key_windows.tumbling, conn, k, size, start, end))
+                 for k in names]
+        out[f"key_window{suffix}_ms_p50"] = round(median(times), 3)
+        out[f"key_window{suffix}_ms_p95"] = round(percentile(times, 95), 3)
+    return out
 
 
 def run_bench(admin: str, opts: SessionBenchOptions, progress: Callable[[str], None]) -> dict:
@@ -162,27 +164,26 @@ def run_bench(admin: str, opts: SessionBenchOptions, progress: Callable[[str], N
                        BenchOptions(rows_per_file=opts.rows_per_file, format="parquet"))
         keyed = with_partitions(table, opts.partitions)
         rates: dict[str, list[float]] = {
-            k: [] for k in ("copy_off", "copy_on", "e2e_off", "e2e_on")
+            f"{phase}_{v}": [] for phase in ("copy", "e2e") for v in VARIANTS
         }
         spark = build_session(opts.master)
         kept: list[str] = []
         try:
             progress("warming Spark up (one run, not counted)")
-            _e2e_rate(spark, admin, work, opts, False, None, progress)
+            _e2e_rate(spark, admin, work, opts, "plain", None, progress)
             for r in range(opts.rounds):
-                order = (False, True) if r % 2 == 0 else (True, False)
-                for on in order:
-                    tag = "on" if on else "off"
-                    rates[f"copy_{tag}"].append(_copy_rate(admin, keyed, opts, on))
-                for on in order:
+                order = VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))
+                for variant in order:
+                    rates[f"copy_{variant}"].append(_copy_rate(admin, keyed, opts, variant))
+                for variant in order:
                     keep = None
-                    if on and r == opts.rounds - 1:  # time the lookups on the last such store
+                    if variant == "sessions" and r == opts.rounds - 1:  # the lookups' store
 
                         def keep(store: str) -> None:
                             kept.append(_lookups_now(store, table, opts, now, progress))
 
-                    rate = _e2e_rate(spark, admin, work, opts, on, keep, progress)
-                    rates[f"e2e_{'on' if on else 'off'}"].append(rate)
+                    rate = _e2e_rate(spark, admin, work, opts, variant, keep, progress)
+                    rates[f"e2e_{variant}"].append(rate)
                 progress(f"round {r + 1}/{opts.rounds}: " + ", ".join(
                     f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()))
         finally:
@@ -201,17 +202,25 @@ def _lookups_now(store: str, table: pa.Table, opts: SessionBenchOptions, now: da
     return found
 
 
+def _cost(with_: float, without: float) -> float:
+    return round((1 - with_ / without) * 100, 1)
+
+
 def _report(opts: SessionBenchOptions, rates: dict[str, list[float]], kept: list) -> dict:
     med = {k: median(v) for k, v in rates.items()}
     report: dict[str, Any] = {
         "events": opts.events, "keys": opts.keys, "rounds": opts.rounds,
         "gap_s": DEFINITION.gap.total_seconds(), "grace_s": DEFINITION.grace.total_seconds(),
-        "copy_events_per_s": round(med["copy_off"]),
-        "copy_sessions_events_per_s": round(med["copy_on"]),
-        "session_copy_cost_pct": round((1 - med["copy_on"] / med["copy_off"]) * 100, 1),
-        "ingest_events_per_s": round(med["e2e_off"]),
-        "ingest_sessions_events_per_s": round(med["e2e_on"]),
-        "session_ingest_cost_pct": round((1 - med["e2e_on"] / med["e2e_off"]) * 100, 1),
+        "copy_events_per_s": round(med["copy_plain"]),
+        "copy_sessions_events_per_s": round(med["copy_sessions"]),
+        "copy_key_index_events_per_s": round(med["copy_key_index"]),
+        "session_copy_cost_pct": _cost(med["copy_sessions"], med["copy_plain"]),
+        "key_index_copy_cost_pct": _cost(med["copy_key_index"], med["copy_plain"]),
+        "ingest_events_per_s": round(med["e2e_plain"]),
+        "ingest_sessions_events_per_s": round(med["e2e_sessions"]),
+        "ingest_key_index_events_per_s": round(med["e2e_key_index"]),
+        "session_ingest_cost_pct": _cost(med["e2e_sessions"], med["e2e_plain"]),
+        "key_index_ingest_cost_pct": _cost(med["e2e_key_index"], med["e2e_plain"]),
         "runs": {k: [round(x) for x in v] for k, v in rates.items()},
     }
     if kept:

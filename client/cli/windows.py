@@ -16,7 +16,7 @@ import psycopg
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import COUNT, DURATION, json_option
 from client.cli.root import SlidewinGroup
-from db import window_follow, windows
+from db import key_windows, window_follow, windows
 from db.clock import Clock, utc_now
 from db.errors import ConfigError, ProcedureError
 from db.signals import stop_on_signals
@@ -46,6 +46,17 @@ def _relative_to(value: str) -> str:
         return value
     TIME.convert(value, None, None)  # fails with the fix when it is not a time either
     return value
+
+
+def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--key", default=None,
+        help="The windows of this key alone, from its own events (fast with `slidewin windows "
+             "key-index enable`).")(f)
+
+
+def _keyed(params: dict[str, Any], key: str | None) -> dict[str, Any]:
+    return {**params, "key": key} if key is not None else params
 
 
 def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -125,7 +136,7 @@ def resolve_range(
     return end - (last if last is not None else timedelta(hours=1)), end
 
 
-_PARAM = re.compile(r"(?<![-\w])(size|advance|rows)\b|^(from|to)\b")
+_PARAM = re.compile(r"(?<![-\w])(size|advance|rows)\b|^(from|to|key)\b")
 
 
 def _named(exc: ProcedureError) -> ProcedureError:
@@ -248,56 +259,80 @@ def _follow(
 
 @windows_group.command("tumbling")
 @click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (10s).")
+@key_option
 @range_options
 @pass_app
-def tumbling_cmd(app: AppContext, size: timedelta, **opts: Any) -> None:
+def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any) -> None:
     """Tumbling windows [start, start + size), aligned to the epoch.
 
     \b
     Examples:
       slidewin windows tumbling --size 10s --last 1h
       slidewin windows tumbling --size 1m --from 2026-01-01T12:00 --to 2026-01-01T13:00 --json
+      slidewin windows tumbling --size 10s --last 1h --key key-000042
     """
     _relative_to(opts["relative_to"])
-    _show(app, "tumbling", {"size_s": size.total_seconds()},
-          lambda c, s, e: windows.tumbling(c, size, s, e), size, lambda w: w.start, opts)
+
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        if key is not None:
+            return key_windows.tumbling(c, key, size, s, e)
+        return windows.tumbling(c, size, s, e)
+
+    _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key), series, size,
+          lambda w: w.start, opts)
 
 
 @windows_group.command("hopping")
 @click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (1m).")
 @click.option("--advance", type=DURATION, required=True,
               help="How far each window starts after the previous one (10s); at most --size.")
+@key_option
 @range_options
 @pass_app
-def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, **opts: Any) -> None:
+def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str | None,
+                **opts: Any) -> None:
     """Hopping windows [start, start + size), one every --advance, aligned to the epoch.
 
     \b
     Examples:
       slidewin windows hopping --size 1m --advance 10s --last 1h
       slidewin windows hopping --size 1m --advance 10s --follow --emit final
+      slidewin windows hopping --size 1m --advance 10s --last 1h --key key-000042
     """
     _relative_to(opts["relative_to"])
-    _show(app, "hopping", {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()},
-          lambda c, s, e: windows.hopping(c, size, advance, s, e), size, lambda w: w.start, opts)
+
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        if key is not None:
+            return key_windows.hopping(c, key, size, advance, s, e)
+        return windows.hopping(c, size, advance, s, e)
+
+    params = {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()}
+    _show(app, "hopping", _keyed(params, key), series, size, lambda w: w.start, opts)
 
 
 @windows_group.command("sliding")
 @click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (30s).")
+@key_option
 @range_options
 @pass_app
-def sliding_cmd(app: AppContext, size: timedelta, **opts: Any) -> None:
+def sliding_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any) -> None:
     """Sliding windows: for each second t holding events, seconds t - size through t (both ends
     inclusive, Kafka's KIP-450 at a one-second grain). The range selects t.
 
     \b
     Examples:
       slidewin windows sliding --size 30s --last 10m
+      slidewin windows sliding --size 30s --last 10m --key key-000042
     """
     _relative_to(opts["relative_to"])
-    _show(app, "sliding", {"size_s": size.total_seconds()},
-          lambda c, s, e: windows.sliding(c, size, s, e), timedelta(seconds=1),
-          lambda w: w.end, opts)
+
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        if key is not None:
+            return key_windows.sliding(c, key, size, s, e)
+        return windows.sliding(c, size, s, e)
+
+    _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key), series,
+          timedelta(seconds=1), lambda w: w.end, opts)
 
 
 @windows_group.command("rows")
@@ -347,10 +382,12 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
               help="Every window holding the time (hopping windows overlap), oldest first.")
 @click.option("--relative-to", default="now", show_default=True,
               help="The reference time: now, stream (newest event time) or an ISO-8601 time.")
+@key_option
 @json_option("One JSON object on stdout.")
 @pass_app
 def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
-                delta: timedelta | None, all_: bool, relative_to: str, as_json: bool) -> None:
+                delta: timedelta | None, all_: bool, relative_to: str, key: str | None,
+                as_json: bool) -> None:
     """Faust's lookups: the window holding a time (current), delta(d) before it, or all.
 
     \b
@@ -358,6 +395,7 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
       slidewin windows current --size 10s --relative-to stream
       slidewin windows current --size 1h --advance 10m --all
       slidewin windows current --size 10s --delta 1m --json
+      slidewin windows current --size 10s --key key-000042 --relative-to stream
     """
     _relative_to(relative_to)
     step = advance or size
@@ -367,7 +405,8 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
             ref -= timedelta(microseconds=1)  # inside the newest second, not after it
         at = ref - (delta or timedelta(0))
         try:
-            found = windows.windows_at(conn, size, step, at)
+            found = (key_windows.windows_at(conn, key, size, step, at) if key is not None
+                     else windows.windows_at(conn, size, step, at))
         except ProcedureError as exc:
             raise _named(exc) from None
         state = windows.status(conn, at, at)
@@ -375,10 +414,34 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
     if as_json:
         emit_json({"kind": "current", "size_s": size.total_seconds(),
                    "advance_s": step.total_seconds(), "at": at.isoformat(),
+                   **_keyed({}, key),
                    **_status_json(state), "windows": [window_json(w) for w in picked]})
         return
     click.echo(f"windows of {size.total_seconds():g}s every {step.total_seconds():g}s holding "
-               f"{at.astimezone(UTC).isoformat()}")
+               f"{at.astimezone(UTC).isoformat()}{f' for key {key}' if key is not None else ''}")
     click.echo(HEADER)
     for w in picked:
         click.echo(window_line(w))
+
+
+@windows_group.command("key-index")
+@click.argument("action", type=click.Choice(["enable", "disable", "status"]), default="status")
+@json_option("One JSON object on stdout.")
+@pass_app
+def key_index_cmd(app: AppContext, action: str, as_json: bool) -> None:
+    """The per-key access path for `--key` windows: an index on events (uuid, ts). With it a
+    key's windows read only that key's events; without, every event in the range. It costs
+    the ingest one more index (see `slidewin bench sessions`), so it is off until enabled.
+    Enabling builds it over the stored rows once and blocks writes meanwhile.
+
+    \b
+    Examples:
+      slidewin windows key-index enable
+      slidewin windows key-index status --json
+    """
+    with app.connect() as conn:
+        on = key_windows.set_index(conn, {"enable": True, "disable": False}.get(action))
+    if as_json:
+        emit_json({"key_index": on})
+    else:
+        click.echo(f"key index {'on' if on else 'off'}")

@@ -1,0 +1,75 @@
+"""Time windows of ONE key: tumbling, hopping, sliding and Faust's lookups, read from that
+key's raw events (``slidewin.key_window``, ``slidewin.key_windows_at``) -- the windows of
+``db.windows`` restricted to a key, with the same columns, alignment and flags.
+
+The access path is opt-in (``set_index``): an index on ``slidewin.events (uuid, ts)`` bounds a
+key's windows by that key's events in the range; without it they read every event in the range.
+It costs every insert one more index (``slidewin bench sessions`` reports how much).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import psycopg
+
+from db.connect import procedure_errors
+from db.windows import Window
+
+_COLUMNS = "window_start, window_end, n, total, vmin, vmax, avg, final, partial"
+
+
+def set_index(conn: psycopg.Connection, on: bool | None) -> bool:
+    """Turn the key index on or off (None: only look); whether it is on now. Building it
+    reads the whole table once and blocks writes meanwhile."""
+    row = conn.execute("SELECT slidewin.key_index(%s)", (on,)).fetchone()
+    return bool(row and row[0])
+
+
+def enable_index(conn: psycopg.Connection) -> bool:
+    return set_index(conn, True)
+
+
+def _windows(conn: psycopg.Connection, call: str, args: tuple[object, ...]) -> list[Window]:
+    with procedure_errors():
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM slidewin.{call}", args).fetchall()
+    return [Window(*row) for row in rows]
+
+
+def tumbling(
+    conn: psycopg.Connection, key: str, size: timedelta, start: datetime, end: datetime
+) -> list[Window]:
+    """``key``'s tumbling windows of ``size`` starting in ``[start, end)`` that hold its events."""
+    return _windows(conn, "key_window(%s, 'tumbling', %s, NULL, %s, %s)", (key, size, start, end))
+
+
+def hopping(
+    conn: psycopg.Connection, key: str, size: timedelta, advance: timedelta, start: datetime,
+    end: datetime,
+) -> list[Window]:
+    """``key``'s hopping windows of ``size`` every ``advance`` starting in ``[start, end)``."""
+    return _windows(conn, "key_window(%s, 'hopping', %s, %s, %s, %s)",
+                    (key, size, advance, start, end))
+
+
+def sliding(
+    conn: psycopg.Connection, key: str, size: timedelta, start: datetime, end: datetime
+) -> list[Window]:
+    """``[t - size, t]`` for each second t in ``[start, end)`` holding ``key``'s events."""
+    return _windows(conn, "key_window(%s, 'sliding', %s, NULL, %s, %s)", (key, size, start, end))
+
+
+def windows_at(
+    conn: psycopg.Connection, key: str, size: timedelta, advance: timedelta, at: datetime
+) -> list[Window]:
+    """Every window of ``size`` every ``advance`` holding ``at``, oldest first, with ``key``'s
+    aggregates (Faust's lookups; n = 0 for windows without its events)."""
+    return _windows(conn, "key_windows_at(%s, %s, %s, %s)", (key, size, advance, at))
+
+
+def current(
+    conn: psycopg.Connection, key: str, size: timedelta, advance: timedelta, at: datetime,
+    delta: timedelta = timedelta(0),
+) -> Window:
+    """Faust's ``current()`` for ``key`` -- or, with ``delta``, ``delta(d)``."""
+    return windows_at(conn, key, size, advance, at - delta)[-1]
