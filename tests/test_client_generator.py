@@ -177,7 +177,8 @@ def test_keyed_traffic_keeps_the_rate_and_is_reproducible(tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"keys": 0}, "--keys 0 must be from 1 to"),
+    ({"keys": -1}, "--keys -1 must be from 0 to"),
+    ({"keys": 0}, None),
     ({"keys": 10}, None),
     ({"keys": 10, "burst_s": 0}, "--burst 0s must be more than 0"),
     ({"keys": 10, "pause_s": 7200}, "--pause 7200s must be more than 0 and at most 1h"),

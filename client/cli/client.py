@@ -62,7 +62,8 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  show_default=True, help="File format of the events."),
     click.option("--keys", type=COUNT, default=None, metavar="N",
                  help="Draw keys from a pool of this many, each active in bursts and pauses so "
-                      "session windows form (default: a fresh uuid per event, as VoltDB's)."),
+                      "session windows form (0, the client's default: a fresh uuid per event, "
+                      "as VoltDB's)."),
     click.option("--burst", type=DURATION, default="5s", show_default=True,
                  help="With --keys: a key's mean burst of activity (each key within +-50%)."),
     click.option("--pause", type=DURATION, default="20s", show_default=True,

@@ -230,8 +230,9 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     Takes the client's options (see `slidewin client --help`); --landing defaults to a per-run
     folder under <data dir>/demo, removed at the end (the logs stay). Keyed traffic: --keys
     defaults to 1,000 here, each key in bursts and pauses, and the demo registers the session
-    window demo_sessions (--session-gap, grace 2s, retention 10m) unless it exists. Needs Java
-    17+ for Spark.
+    window demo_sessions (--session-gap, grace 2s, retention 10m) unless it exists; --keys 0
+    writes a fresh uuid per event, as VoltDB's client, and registers nothing. Needs Java 17+
+    for Spark.
 
     \b
     Examples:
@@ -250,7 +251,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     config = replace(config, landing=landing or folder / "landing")
     with app.connect() as conn:
         record_retention(conn, config)
-        if sessions.ensure(conn, sessions_def):
+        if config.keys and sessions.ensure(conn, sessions_def):
             app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
     config.landing.mkdir(parents=True, exist_ok=True)
     demo = Demo(app, config, folder, dsn)

@@ -86,9 +86,9 @@ class GeneratorConfig:
 
 def check_keys(keys: int | None, burst_s: float, pause_s: float) -> None:
     """The keyed-traffic options, each error naming the option and the fix."""
-    if keys is not None and not 1 <= keys <= MAX_KEYS:
-        raise ConfigError(f"--keys {keys} must be from 1 to {MAX_KEYS:,}; use e.g. --keys 1000 "
-                          "(leave it out for a fresh key per event)")
+    if keys is not None and not 0 <= keys <= MAX_KEYS:
+        raise ConfigError(f"--keys {keys} must be from 0 to {MAX_KEYS:,}; use e.g. --keys 1000 "
+                          "(0: a fresh key per event)")
     for name, value, example in (("--burst", burst_s, "5s"), ("--pause", pause_s, "20s")):
         if not 0 < value <= 3600:
             raise ConfigError(f"{name} {value:g}s must be more than 0 and at most 1h; use e.g. "
@@ -134,7 +134,7 @@ class EventGenerator:
         self.stats = GeneratorStats()
         self._sequence = 0
         self._prefix = f"ev-{os.getpid()}-{int(time.time() * 1000)}"
-        self.pool = KeyPool.make(self, config) if config.keys else None
+        self.pool = KeyPool.make(self, config) if config.keys else None  # 0, None: fresh uuids
         config.landing.mkdir(parents=True, exist_ok=True)
 
     # ---- building -------------------------------------------------------------------------
