@@ -46,6 +46,18 @@ BEGIN
                   ELSE slidewin.window_seconds('advance', p_advance) END;
     PERFORM slidewin.check_window_spec(v_size, v_adv);
     PERFORM slidewin.check_window_range(p_from, p_to, v_adv);
+    IF v_adv = v_size THEN  -- tumbling: each bucket of the size is its window
+        RETURN QUERY
+        SELECT b.bucket, b.bucket + v_span, b.n, b.total, b.vmin, b.vmax,
+               (b.total / b.n)::double precision,
+               coalesce(b.bucket + v_span <= v_done, false), coalesce(b.bucket <= v_cut, false)
+          FROM slidewin.key_buckets(
+                   p_key, v_size,
+                   slidewin.grain_floor(p_from - interval '1 microsecond', v_size) + v_span,
+                   slidewin.grain_floor(p_to - interval '1 microsecond', v_size) + v_span) AS b
+         ORDER BY b.bucket;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT s.ws, s.ws + v_span, sum(b.n)::bigint, sum(b.total), min(b.vmin), max(b.vmax),
            (sum(b.total) / sum(b.n))::double precision,
