@@ -114,14 +114,17 @@ def procedure_errors() -> Iterator[None]:
     try:
         yield
     except (psycopg.errors.InvalidParameterValue, psycopg.errors.NullValueNotAllowed) as exc:
-        diag = exc.diag
-        text = diag.message_primary or str(exc)
-        if diag.message_hint:
-            text = f"{text} ({diag.message_hint})"
-        raise ProcedureError(text) from None
+        raise ProcedureError(refusal_text(exc)) from None
+
+
+def refusal_text(exc: psycopg.Error) -> str:
+    """A procedure's refusal as one line: its message, then its hint (the fix) in brackets."""
+    diag = exc.diag
+    text = diag.message_primary or str(exc)
+    return f"{text} ({diag.message_hint})" if diag.message_hint else text
 
 
 __all__ = [
     "SlidewinError", "ThreadConnections", "connect", "ensure_embedded", "procedure_errors",
-    "resolve_dsn", "unavailable",
+    "refusal_text", "resolve_dsn", "unavailable",
 ]

@@ -20,7 +20,7 @@ from decimal import Decimal
 
 import psycopg
 
-from db.connect import procedure_errors
+from db.connect import procedure_errors, refusal_text
 from db.errors import ConfigError, ProcedureError
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -109,11 +109,7 @@ def session_errors() -> Iterator[None]:
         try:
             yield
         except (psycopg.errors.UndefinedObject, psycopg.errors.DuplicateObject) as exc:
-            diag = exc.diag
-            text = diag.message_primary or str(exc)
-            raise ProcedureError(
-                f"{text} ({diag.message_hint})" if diag.message_hint else text
-            ) from None
+            raise ProcedureError(refusal_text(exc)) from None
 
 
 def define(conn: psycopg.Connection, definition: SessionDef) -> int:
@@ -148,7 +144,7 @@ def definition(conn: psycopg.Connection, name: str | None) -> SessionDefState:
     with session_errors():
         row = conn.execute(
             "SELECT name, gap, grace, retention, stream_ts, merges, late, created_at "
-            "FROM slidewin.session_def(coalesce(%s, slidewin.session_only()))",
+            "FROM slidewin.session_def(%s)",
             (name,),
         ).fetchone()
     assert row is not None
@@ -264,11 +260,16 @@ def all_stats(conn: psycopg.Connection) -> list[SessionStats]:
 
 def stats_line(s: SessionStats) -> str:
     """One report line: open sessions, merges, late events and the longest session."""
-    longest = "none yet"
-    if s.longest is not None:
-        longest = f"{s.longest.total_seconds():.1f} s (key {s.longest_key})"
-    return (f"Sessions {s.name}: {s.open:,} open, {s.merges:,} merges, {s.late:,} late, "
-            f"longest {longest}")
+    longest_s = None if s.longest is None else s.longest.total_seconds()
+    return describe(s.name, s.open, s.merges, s.late, longest_s, s.longest_key)
+
+
+def describe(
+    name: str, open_: int, merges: int, late: int, longest_s: float | None, longest_key: str | None
+) -> str:
+    """The wording of a definition's line, for the live reports and the final summary alike."""
+    longest = "none yet" if longest_s is None else f"{longest_s:.1f} s (key {longest_key})"
+    return f"Sessions {name}: {open_:,} open, {merges:,} merges, {late:,} late, longest {longest}"
 
 
 def ensure(conn: psycopg.Connection, definition: SessionDef) -> bool:

@@ -152,11 +152,8 @@ def format_summary(s: Summary) -> list[str]:
         lines += [f"    {reason}: {n}" for reason, n in s.rejected_by_reason.items()]
     else:
         lines.append("  Rejected events by reason: none")
-    for line in s.sessions:
-        longest = "none yet" if line.longest_s is None else (
-            f"{line.longest_s:.1f} s (key {line.longest_key})")
-        lines.append(f"  Sessions {line.name}: {line.open:,} open, {line.merges:,} merges, "
-                     f"{line.late:,} late, longest {longest}")
+    lines += [f"  {sessions.describe(x.name, x.open, x.merges, x.late, x.longest_s, x.longest_key)}"
+              for x in s.sessions]
     if s.last_failure:
         lines.append(f"  Last failure: {s.last_failure}")
     return lines

@@ -12,7 +12,7 @@ RETURNS TABLE (version bigint, tombstone boolean, uuid text, start_ts timestampt
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_def slidewin.session_defs := slidewin.session_def(coalesce(p_name, slidewin.session_only()));
+    v_def slidewin.session_defs := slidewin.session_def(p_name);
 BEGIN
     RETURN QUERY
     SELECT * FROM (

@@ -8,7 +8,7 @@ RETURNS TABLE (name text, stream_ts timestamptz, open bigint, merges bigint, lat
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_def slidewin.session_defs := slidewin.session_def(coalesce(p_name, slidewin.session_only()));
+    v_def slidewin.session_defs := slidewin.session_def(p_name);
 BEGIN
     RETURN QUERY
     SELECT v_def.name, v_def.stream_ts,

@@ -12,7 +12,7 @@ RETURNS TABLE (uuid text, start_ts timestamptz, end_ts timestamptz, n bigint, su
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_def slidewin.session_defs := slidewin.session_def(coalesce(p_name, slidewin.session_only()));
+    v_def slidewin.session_defs := slidewin.session_def(p_name);
 BEGIN
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100000 THEN
         RAISE EXCEPTION 'p_limit must be from 1 to 100000, got %', coalesce(p_limit::text, 'NULL')

@@ -10,7 +10,7 @@ RETURNS TABLE (uuid text, start_ts timestamptz, end_ts timestamptz, n bigint, su
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_def   slidewin.session_defs := slidewin.session_def(coalesce(p_name, slidewin.session_only()));
+    v_def   slidewin.session_defs := slidewin.session_def(p_name);
     v_close timestamptz := v_def.stream_ts - v_def.gap - v_def.grace;
 BEGIN
     RETURN QUERY
