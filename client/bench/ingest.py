@@ -337,7 +337,7 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
     try:
         progress(f"generating {opts.events:,} events as {opts.format} files in {work}")
         table = make_events(opts.events, datetime.now(UTC) - timedelta(minutes=5), 10_000)
-        _write_landing(table, work / "e2e", opts)
+        write_landing(table, work / "e2e", opts)
         report: dict = {
             "events": opts.events,
             "format": opts.format,
@@ -376,7 +376,7 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _write_landing(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
+def write_landing(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
     folder.mkdir(parents=True)
     base = time.time() - 3600
     for i, offset in enumerate(range(0, table.num_rows, opts.rows_per_file)):

@@ -34,11 +34,11 @@ import pyarrow as pa
 
 from client.bench.ingest import (
     BenchOptions,
-    _write_landing,
     copy_limit,
     end_to_end,
     ingest_config,
     with_partitions,
+    write_landing,
 )
 from client.bench.stats import median, percentile
 from db import key_windows, sessions
@@ -161,7 +161,7 @@ def run_bench(admin: str, opts: SessionBenchOptions, progress: Callable[[str], N
     work = Path(tempfile.mkdtemp(prefix="slidewin-bench-sessions-"))
     try:
         table = make_keyed_events(opts.events, opts.keys, now - timedelta(seconds=5))
-        _write_landing(table, work / "landing",
+        write_landing(table, work / "landing",
                        BenchOptions(rows_per_file=opts.rows_per_file, format="parquet"))
         keyed = with_partitions(table, opts.partitions)
         rates: dict[str, list[float]] = {
