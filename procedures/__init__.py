@@ -97,6 +97,8 @@ def read_sql(name: str) -> str:
 def migrations() -> list[tuple[int, str]]:
     """``(version, file name)`` of every migration, in version order (versions start at 2)."""
     folder = resources.files(__name__).joinpath("migrations")
+    if not folder.is_dir():  # an install that shipped no migration need not ship the folder
+        return []
     found = []
     for entry in folder.iterdir():
         stem = entry.name.removesuffix(".sql")
