@@ -5,8 +5,9 @@ kept by ``slidewin.sessions_on_insert``, a statement trigger on every insert int
 ``slidewin.events``, so the ingest maintains them in each batch's own transaction and a replayed
 batch changes nothing. Semantics are Kafka's (KIP-94): a session is ``[first, last]`` event of a
 key; an event at most ``gap`` from a session joins it, one within ``gap`` of two bridges them;
-a session is final once ``end < stream time - gap - grace``, and an event that would change a
-final session is dead-lettered as ``late`` (source ``session:NAME``) but still stored.
+an event older than the definition's stream time before its batch minus ``grace`` is
+dead-lettered as ``late`` (source ``session:NAME``) but still stored; so a session is final --
+nothing accepted can change it -- once ``end < stream time - gap - grace``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ rows are exactly the rows inserted, so the sink computes the islands itself, pas
 other -- one added while the batch runs included. The staging path (rows already stored)
 leaves every definition to the trigger, which sees only the rows really inserted.
 
+Events older than a definition's stream time before the batch minus its grace are late for it
+(``slidewin.session_begin``): both ways, they are dead-lettered and make no island, so what is
+late never depends on how a batch is cut into chunks.
+
 An island is one key's events in ts order with no two more than the gap apart. Keys are
 dictionary-encoded and sorted with ``np.lexsort`` on (code, ts), so no string is compared.
 """
@@ -16,7 +20,7 @@ dictionary-encoded and sorted with ``np.lexsort`` on (code, ts), so no string is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 import psycopg
@@ -25,22 +29,23 @@ import pyarrow.compute as pc
 
 from db.connect import procedure_errors
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SETTING = "slidewin.presummed_sessions"  # read by slidewin.sessions_on_insert
 _EXACT_INT64 = 2**62  # a sum whose float estimate reaches this is summed exactly instead
 
 
 @dataclass(frozen=True)
 class SessionRef:
-    """A definition in force, as the sink needs it."""
+    """A definition in force, as the sink needs it: ``cut`` is base_ts - grace -- events older
+    are late for it (None before its first event)."""
 
     id: int
     gap: timedelta
+    cut: datetime | None = None
 
 
 @dataclass(frozen=True)
 class Islands:
-    """One chunk's islands under one gap: parallel arrays, plus each row's island."""
+    """One chunk's islands under one gap: parallel arrays."""
 
     keys: list[str]
     first_us: np.ndarray  # microseconds since the epoch
@@ -49,15 +54,17 @@ class Islands:
     total: list[int]
     vmin: np.ndarray
     vmax: np.ndarray
-    row_island: np.ndarray  # island index of each row, in the rows' original order
 
 
 def definitions(conn: psycopg.Connection) -> list[SessionRef]:
-    """The session definitions in force (usually none: then the sink does nothing more)."""
+    """The session definitions in force (usually none: then the sink does nothing more), each
+    locked for the transaction and with its cut (``slidewin.session_begin``)."""
     rows = conn.execute(
-        "SELECT id, gap FROM slidewin.session_defs WHERE dropped_at IS NULL ORDER BY id"
+        "SELECT (d).id, (d).gap, (d).base_ts - (d).grace FROM ("
+        " SELECT slidewin.session_begin(id) AS d FROM slidewin.session_defs"
+        " WHERE dropped_at IS NULL ORDER BY id) AS x WHERE (d).id IS NOT NULL"
     ).fetchall()
-    return [SessionRef(int(i), gap) for i, gap in rows]
+    return [SessionRef(int(i), gap, cut) for i, gap, cut in rows]
 
 
 def skip(conn: psycopg.Connection, refs: list[SessionRef]) -> None:
@@ -79,8 +86,6 @@ def islands(good: pa.Table, gap: timedelta) -> Islands:
     brk[1:] = (c[1:] != c[:-1]) | (t[1:] - t[:-1] > gap // timedelta(microseconds=1))
     starts = np.flatnonzero(brk)
     ends = np.append(starts[1:], len(c)) - 1
-    row_island = np.empty(len(c), dtype=np.int64)
-    row_island[order] = np.cumsum(brk) - 1
     return Islands(
         keys=codes_enc.dictionary.take(pa.array(c[starts])).to_pylist(),
         first_us=t[starts],
@@ -89,7 +94,6 @@ def islands(good: pa.Table, gap: timedelta) -> Islands:
         total=_sums(v, starts),
         vmin=np.minimum.reduceat(v, starts),
         vmax=np.maximum.reduceat(v, starts),
-        row_island=row_island,
     )
 
 
@@ -102,51 +106,47 @@ def _sums(vals: np.ndarray, starts: np.ndarray) -> list[int]:
     return [sum(int(x) for x in vals[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _us(t: datetime) -> int:
-    return (t - EPOCH) // timedelta(microseconds=1)
-
-
-LATE_LETTERS = """
-INSERT INTO slidewin.dead_letters (source, reason, detail, raw, event_ts)
-SELECT 'session:' || d.name, 'late', slidewin.session_late_detail(d, x.first, x.last, x.close),
-       json_build_object('uuid', x.uuid, 'val', x.val, 'ts', x.ts)::text, x.ts
-  FROM slidewin.session_defs d,
-       unnest(%s::text[], %s::bigint[], %s::timestamptz[], %s::timestamptz[],
-              %s::timestamptz[], %s::timestamptz[]) AS x(uuid, val, ts, first, last, close)
- WHERE d.id = %s
-"""
+MAX_ISLANDS = 20_000  # per slidewin.sessions_apply call: no one statement grows with a chunk
 
 
 def apply(conn: psycopg.Connection, good: pa.Table, refs: list[SessionRef]) -> int:
-    """Merge the chunk's islands into each definition's sessions; dead-letter the events of
-    islands that are late for one. Returns the late events."""
+    """Per definition: dead-letter the chunk's events that are late for it
+    (``slidewin.sessions_late``), and merge the islands of the others into its sessions, at
+    most ``MAX_ISLANDS`` per call. Returns the late events."""
     late_events = 0
     for ref in refs:
-        isl = islands(good, ref.gap)
-        with procedure_errors():
-            late = conn.execute(
-                "SELECT * FROM slidewin.sessions_apply(%s, %s::text[], "
-                "slidewin.epoch_us_array(%s), slidewin.epoch_us_array(%s), %s::bigint[], "
-                "%s::numeric[], %s::bigint[], %s::bigint[])",
-                (ref.id, isl.keys, isl.first_us.tolist(), isl.last_us.tolist(),
-                 isl.n.tolist(), isl.total, isl.vmin.tolist(), isl.vmax.tolist()),
-            ).fetchall()
-        if late:
-            late_events += _dead_letters(conn, good, isl, ref, late)
+        on_time = good
+        if ref.cut is not None:
+            late_mask = pc.less(good["ts"], pa.scalar(ref.cut, good["ts"].type))
+            late = good.filter(late_mask)
+            if late.num_rows:
+                late_events += _late(conn, late, ref)
+                on_time = good.filter(pc.invert(late_mask))
+        if on_time.num_rows:
+            _merge(conn, islands(on_time, ref.gap), ref)
     return late_events
 
 
-def _dead_letters(
-    conn: psycopg.Connection, good: pa.Table, isl: Islands, ref: SessionRef, late: list[tuple]
-) -> int:
-    first_of = {(k, int(f)): i for i, (k, f) in enumerate(zip(isl.keys, isl.first_us,
-                                                               strict=True))}
-    island_close = {first_of[(k, _us(f))]: (f, e, close) for k, f, e, close in late}
-    rows = np.flatnonzero(np.isin(isl.row_island, list(island_close)))
-    picked = good.take(pa.array(rows))
-    spans = [island_close[int(isl.row_island[r])] for r in rows]
-    conn.execute(LATE_LETTERS, (
-        picked["uuid"].to_pylist(), picked["val"].to_pylist(), picked["ts"].to_pylist(),
-        [s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans], ref.id,
-    ))
-    return len(rows)
+def _merge(conn: psycopg.Connection, isl: Islands, ref: SessionRef) -> None:
+    for lo in range(0, len(isl.keys), MAX_ISLANDS):
+        hi = lo + MAX_ISLANDS
+        with procedure_errors():
+            conn.execute(
+                "SELECT slidewin.sessions_apply(%s, %s::text[], "
+                "slidewin.epoch_us_array(%s), slidewin.epoch_us_array(%s), %s::bigint[], "
+                "%s::numeric[], %s::bigint[], %s::bigint[])",
+                (ref.id, isl.keys[lo:hi], isl.first_us[lo:hi].tolist(),
+                 isl.last_us[lo:hi].tolist(), isl.n[lo:hi].tolist(), isl.total[lo:hi],
+                 isl.vmin[lo:hi].tolist(), isl.vmax[lo:hi].tolist()),
+            )
+
+
+def _late(conn: psycopg.Connection, late: pa.Table, ref: SessionRef) -> int:
+    with procedure_errors():
+        row = conn.execute(
+            "SELECT slidewin.sessions_late(%s, %s::text[], %s::bigint[], "
+            "slidewin.epoch_us_array(%s))",
+            (ref.id, late["uuid"].to_pylist(), late["val"].to_pylist(),
+             late["ts"].combine_chunks().cast(pa.int64()).to_pylist()),
+        ).fetchone()
+    return int(row[0]) if row else 0

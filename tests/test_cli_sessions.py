@@ -1,8 +1,9 @@
 """``slidewin windows add session | list | sessions | remove | expire`` through click's CliRunner,
 the session follower's two emit policies, and ``--follow`` as a process, against a real store.
 
-    a: [0 .. 4]        [18 .. 20]       gap 10 s, grace 5 s
-                  12  <- bridges them: update prints the tombstone of [18 .. 20], then [0 .. 20]
+    a: [0 .. 4]        [18 .. 20]       gap 10 s, grace 10 s
+                  12  <- bridges them (within grace of 20): update prints the tombstone of
+                         [18 .. 20], then [0 .. 20]
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def test_a_name_in_use_and_several_definitions_without_a_name(store):
 
 def test_update_prints_tombstones_then_the_merged_session(store):
     sessions.define(store, sessions.SessionDef("visits", timedelta(seconds=10),
-                                               timedelta(seconds=5)))
+                                               timedelta(seconds=10)))
     follower = session_follow.SessionFollower(None, emit="update")
     put(store, [("a", 1, at(0)), ("a", 2, at(4)), ("a", 3, at(18)), ("a", 4, at(20))])
     first = follower.poll(store)
@@ -122,7 +123,7 @@ def test_final_prints_each_session_once_when_it_closes(store):
 
 def test_follow_runs_until_sigterm_and_prints_json_lines(store, small_store_dsn):
     sessions.define(store, sessions.SessionDef("visits", timedelta(seconds=10),
-                                               timedelta(seconds=5)))
+                                               timedelta(seconds=10)))
     put(store, [("a", 1, at(0)), ("a", 3, at(18))])
     proc = subprocess.Popen(
         [SLIDEWIN, "windows", "sessions", "--follow", "--json"], stdout=subprocess.PIPE,

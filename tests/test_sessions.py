@@ -1,6 +1,7 @@
 """Session windows per key on drawn timelines (Kafka's KIP-94 semantics). Key a (and b, c) in a
 3-partition store; T0 = 2026-01-01 12:00:00 UTC; gap 10 s, grace 5 s unless a test says.
-Each ``put`` is one transaction, judged against the stream time committed before it.
+Each ``put`` is one transaction, judged against the stream time committed before it: an event
+older than that minus grace is late for the definition.
 
     t (s after T0)    0    4    14     24.000001     40      ...
     a                 x    x    x  (4..14 is exactly the gap: joins)
@@ -15,9 +16,11 @@ import pytest
 
 from db import sessions
 from db.errors import ConfigError, ProcedureError
+from db.events import Event, insert_events
 from tests import store_fixtures
+from tests.conftest import CLEAN_SQL as CLEAN
 from tests.conftest import T0
-from tests.store_fixtures import at, put
+from tests.store_fixtures import PARTS, at, put
 
 small_store_dsn = store_fixtures.small_store_dsn
 sconn = store_fixtures.sconn
@@ -29,6 +32,13 @@ GAP = 10 * S
 @pytest.fixture
 def clicks(sconn):
     sessions.define(sconn, sessions.SessionDef("clicks", GAP, 5 * S, timedelta(minutes=10)))
+    return sconn
+
+
+@pytest.fixture
+def relaxed(sconn):
+    """gap 10 s, grace 60 s: events up to a minute out of order still count."""
+    sessions.define(sconn, sessions.SessionDef("relaxed", GAP, 60 * S, timedelta(minutes=10)))
     return sconn
 
 
@@ -81,15 +91,15 @@ def test_the_same_within_one_batch(clicks):
     assert spans(clicks, "a") == [(0, 10, 2, 2), (20.000001, 20.000001, 1, 1)]
 
 
-def test_a_late_event_between_two_sessions_bridges_them(clicks):
+def test_an_out_of_order_event_between_two_sessions_bridges_them(relaxed):
     #   a: [0 .. 4]            [18 .. 20]
     #                 12  <- within 10 s of 4 and of 18: one session [0, 20]
-    put(clicks, [("a", 1, at(0)), ("a", 2, at(4)), ("a", 3, at(18)), ("a", 4, at(20))])
-    assert spans(clicks, "a") == [(0, 4, 2, 3), (18, 20, 2, 7)]
-    put(clicks, [("a", 10, at(12))])
-    assert spans(clicks, "a") == [(0, 20, 5, 20)]
-    assert sessions.stats(clicks).merges == 1
-    changes = sessions.changes(clicks, "clicks", 1)
+    put(relaxed, [("a", 1, at(0)), ("a", 2, at(4)), ("a", 3, at(18)), ("a", 4, at(20))])
+    assert spans(relaxed, "a") == [(0, 4, 2, 3), (18, 20, 2, 7)]
+    put(relaxed, [("a", 10, at(12))])
+    assert spans(relaxed, "a") == [(0, 20, 5, 20)]
+    assert sessions.stats(relaxed).merges == 1
+    changes = sessions.changes(relaxed, "relaxed", 1)
     tomb = [c for c in changes if c.tombstone]
     assert [(c.session.start, c.merged_start) for c in tomb] == [(at(18), at(0))]
     assert [(c.session.start, c.session.end) for c in changes if not c.tombstone] == [
@@ -97,41 +107,73 @@ def test_a_late_event_between_two_sessions_bridges_them(clicks):
     ]
 
 
-def test_a_batch_bridges_three_sessions_from_both_sides(clicks):
-    put(clicks, [("a", 1, at(0)), ("a", 1, at(20)), ("a", 1, at(40))])
-    assert len(spans(clicks)) == 3
-    put(clicks, [("a", 1, at(-8)), ("a", 1, at(10)), ("a", 1, at(30)), ("a", 1, at(49))])
-    assert spans(clicks) == [(-8, 49, 7, 7)]
-    assert sessions.stats(clicks).merges == 2
+def test_a_batch_bridges_three_sessions_from_both_sides(relaxed):
+    put(relaxed, [("a", 1, at(0)), ("a", 1, at(20)), ("a", 1, at(40))])
+    assert len(spans(relaxed)) == 3
+    put(relaxed, [("a", 1, at(-8)), ("a", 1, at(10)), ("a", 1, at(30)), ("a", 1, at(49))])
+    assert spans(relaxed) == [(-8, 49, 7, 7)]
+    assert sessions.stats(relaxed).merges == 2
 
 
-def test_events_whose_session_has_closed_are_dead_lettered_and_stored(clicks):
-    #   a: [0]                          stream time 40: close = 40 - 10 - 5 = 25
-    #   a: 3 -> its session would end at 3 < 25: late for clicks (the event is still stored)
-    #   a: 20 -> joins nothing (10 from 0 is the gap .. 20 is more): session [20] ends 20 < 25: late
-    #   a: 26 -> a new session ending at 26 >= 25: accepted
+def test_events_older_than_stream_time_minus_grace_are_late_and_stored(clicks):
+    #   b: 40 -> stream time 40, grace 5: events before 35 are late for clicks
+    #   a: 3, 34.999999 late (dead-lettered, still stored); 35 (exactly grace) counts
     put(clicks, [("a", 1, at(0)), ("b", 1, at(40))])
     put(clicks, [("a", 7, at(3))])
-    put(clicks, [("a", 8, at(20))])
-    put(clicks, [("a", 9, at(26))])
-    assert spans(clicks, "a") == [(0, 0, 1, 1), (26, 26, 1, 9)]
+    put(clicks, [("a", 8, at(34.999999)), ("a", 9, at(35))])
+    assert spans(clicks, "a") == [(0, 0, 1, 1), (35, 35, 1, 9)]
     letters = late_letters(clicks)
     assert [src for src, _ in letters] == ["session:clicks", "session:clicks"]
     assert '"val" : 7' in letters[0][1] and '"val" : 8' in letters[1][1]
+    detail = clicks.execute(
+        "SELECT detail FROM slidewin.dead_letters WHERE reason = 'late' ORDER BY event_ts"
+    ).fetchone()[0]
+    assert detail.startswith("late for session window clicks: ts 2026-01-01 12:00:03")
+    assert "minus grace 00:00:05" in detail
     stored = clicks.execute("SELECT count(*) FROM slidewin.events WHERE uuid = 'a'").fetchone()
     assert stored == (4,)
     assert sessions.stats(clicks).late == 2
 
 
-def test_within_grace_a_late_event_still_updates_its_session(clicks):
-    #   a: [0 .. 5]; stream time 19: close = 19 - 15 = 4 <= 5, the session is still open
+def test_within_grace_an_out_of_order_event_still_updates_its_session(clicks):
+    #   a: [0 .. 5]; stream time 19: close = 19 - 15 = 4 <= 5, the session is still open;
+    #   a at 14 (19 - grace 5): on time, 9 s after 5: joins -> [0, 14]
     put(clicks, [("a", 1, at(0)), ("a", 1, at(5)), ("b", 1, at(19))])
     assert not sessions.sessions(clicks, "a")[0].final
-    put(clicks, [("a", 5, at(2))])
-    assert spans(clicks, "a") == [(0, 5, 3, 7)]
-    put(clicks, [("b", 1, at(20.5))])  # close 5.5 > 5: now final
+    put(clicks, [("a", 5, at(14))])
+    assert spans(clicks, "a") == [(0, 14, 3, 7)]
+    put(clicks, [("b", 1, at(29.5))])  # close 14.5 > 14: now final
     assert sessions.sessions(clicks, "a")[0].final
     assert late_letters(clicks) == []
+
+
+def test_a_final_session_is_never_changed_by_a_bridging_event(clicks):
+    #   a: [0]  final once stream time passes 15 (0 < stream - 10 - 5)
+    #   a: [18 .. 19]  an open session 18 s later
+    #   a: 9 would bridge them into [0, 19]; it is 10 s older than stream time 19 > grace: late
+    put(clicks, [("a", 1, at(0)), ("b", 1, at(16))])
+    [first] = sessions.closed(clicks, "clicks", None)
+    assert (first.key, first.end) == ("a", at(0))
+    put(clicks, [("a", 1, at(18)), ("a", 1, at(19))])
+    put(clicks, [("a", 5, at(9))])
+    assert spans(clicks, "a") == [(0, 0, 1, 1), (18, 19, 2, 2)]
+    assert [raw for _, raw in late_letters(clicks)] and sessions.stats(clicks).merges == 0
+
+
+def test_what_is_late_does_not_depend_on_how_a_batch_is_cut(sconn):
+    #   stream time 100, gap 10, grace 0; one batch: a at 85 and a at 95 (10 apart: one
+    #   session if both count). Whether written as one statement or two, in either order,
+    #   the result is the same.
+    def run(chunks):
+        sconn.execute(CLEAN)
+        sessions.define(sconn, sessions.SessionDef("g", GAP, 0 * S, timedelta(minutes=10)))
+        put(sconn, [("z", 1, at(100))])
+        with sconn.transaction():
+            for chunk in chunks:
+                insert_events(sconn, [Event("a", 1, at(t)) for t in chunk], PARTS)
+        return spans(sconn, "a"), sessions.stats(sconn).late
+
+    assert run([[85, 95]]) == run([[85], [95]]) == run([[95], [85]])
 
 
 def test_a_batch_is_judged_against_the_stream_time_before_it(clicks):

@@ -4,8 +4,8 @@
 -- gap, grace and retention follow Kafka's session windows (KIP-94) and window stores (KIP-428):
 -- gap > 0, grace >= 0, retention >= gap + grace. stream_ts is the newest event time the
 -- definition has seen; base_ts is its value before the transaction now writing (base_xid), the
--- stream time a batch is judged against, so a batch's late events do not depend on the order of
--- its statements' partitions. version counts the statements that changed the definition's
+-- stream time a batch is judged against: an event older than base_ts - grace is late for the
+-- definition, whatever statements or chunks the batch is written in (slidewin.session_begin). version counts the statements that changed the definition's
 -- sessions: every session or tombstone they write carries it, and a writer holds the row's lock
 -- until it commits, so versions become visible in order (what `--follow --emit update` reads).
 -- A removed definition keeps its row (dropped_at) until slidewin.sessions_expire has deleted its
@@ -30,6 +30,12 @@ CREATE TABLE IF NOT EXISTS slidewin.session_defs (
     dropped_at timestamptz,
     CHECK (retention >= gap + grace)
 );
+-- what keeping the sessions has cost so far (slidewin.sessions_apply): events merged, sessions
+-- created, seconds spent -- a definition whose keys rarely recur makes about one session per event
+ALTER TABLE slidewin.session_defs ADD COLUMN IF NOT EXISTS events bigint NOT NULL DEFAULT 0;
+ALTER TABLE slidewin.session_defs ADD COLUMN IF NOT EXISTS created bigint NOT NULL DEFAULT 0;
+ALTER TABLE slidewin.session_defs
+    ADD COLUMN IF NOT EXISTS apply_seconds double precision NOT NULL DEFAULT 0;
 -- a name is taken once among the definitions in force
 CREATE UNIQUE INDEX IF NOT EXISTS session_defs_name ON slidewin.session_defs (name)
     WHERE dropped_at IS NULL;

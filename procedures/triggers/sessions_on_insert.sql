@@ -4,10 +4,12 @@
 -- changes no session: sessions are exactly once like the rollups. With no definition it returns
 -- at once.
 --
--- Per definition: the statement's islands -- each key's new events in ts order, split where two
--- are more than the gap apart -- go to slidewin.sessions_apply, and the events of the islands it
--- returns as late are dead-lettered (reason `late`, source `session:NAME`; the events stay
--- stored). The ingest sink computes the islands of a chunk it COPYs whole itself and names the
+-- Per definition: events older than the stream time before the transaction minus grace
+-- (slidewin.session_begin) are late -- dead-lettered by slidewin.sessions_late (reason `late`,
+-- source `session:NAME`; the events stay stored); the others make the statement's islands --
+-- each key's new events in ts order, split where two are more than the gap apart -- which go to
+-- slidewin.sessions_apply in slices of at most 20,000 islands, so no one call grows with the
+-- statement. The ingest sink computes the islands of a chunk it COPYs whole itself and names the
 -- definitions it applies in the transaction-local setting slidewin.presummed_sessions (ids,
 -- comma-separated), set around that COPY alone: the trigger skips those definitions, and keeps
 -- any other -- one added while the batch runs included.
@@ -16,8 +18,17 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_def  slidewin.session_defs;
-    v_skip integer[];
+    c_slice  CONSTANT integer := 20000;
+    v_def    slidewin.session_defs;
+    v_skip   integer[];
+    v_cut    timestamptz;
+    v_uuid   text[];
+    v_s      timestamptz[];
+    v_e      timestamptz[];
+    v_n      bigint[];
+    v_total  numeric[];
+    v_vmin   bigint[];
+    v_vmax   bigint[];
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM slidewin.session_defs WHERE dropped_at IS NULL) THEN
         RETURN NULL;
@@ -28,35 +39,39 @@ BEGIN
                   WHERE dropped_at IS NULL AND NOT (id = ANY (coalesce(v_skip, '{}')))
                   ORDER BY id
     LOOP
+        v_def := slidewin.session_begin(v_def.id);
+        CONTINUE WHEN v_def.id IS NULL;
+        v_cut := v_def.base_ts - v_def.grace;
+        IF v_cut IS NOT NULL THEN
+            PERFORM slidewin.sessions_late(v_def.id, array_agg(r.uuid), array_agg(r.val),
+                                           array_agg(r.ts))
+               FROM new_rows r WHERE r.ts < v_cut HAVING count(*) > 0;
+        END IF;
         WITH marked AS (
             SELECT r.uuid, r.ts, r.val,
                    r.ts - lag(r.ts) OVER (PARTITION BY r.uuid COLLATE "C" ORDER BY r.ts)
                        > v_def.gap AS brk
               FROM new_rows r
+             WHERE v_cut IS NULL OR r.ts >= v_cut
         ), numbered AS (
             SELECT m.uuid, m.ts, m.val,
                    count(*) FILTER (WHERE m.brk)
                        OVER (PARTITION BY m.uuid COLLATE "C" ORDER BY m.ts) AS grp
               FROM marked m
-        ), islands AS (
-            SELECT x.uuid, min(x.ts) AS s, max(x.ts) AS e, count(*) AS n, sum(x.val) AS total,
-                   min(x.val) AS vmin, max(x.val) AS vmax
-              FROM numbered x GROUP BY x.uuid, x.grp
-        ), late AS (
-            SELECT a.*
-              FROM (SELECT array_agg(uuid) AS u, array_agg(s) AS s, array_agg(e) AS e,
-                           array_agg(n) AS n, array_agg(total) AS total,
-                           array_agg(vmin) AS vmin, array_agg(vmax) AS vmax
-                      FROM islands) AS i,
-                   LATERAL slidewin.sessions_apply(v_def.id, i.u, i.s, i.e, i.n, i.total,
-                                                   i.vmin, i.vmax) AS a
         )
-        INSERT INTO slidewin.dead_letters (source, reason, detail, raw, event_ts)
-        SELECT 'session:' || v_def.name, 'late',
-               slidewin.session_late_detail(v_def, l.first_ts, l.last_ts, l.close_ts),
-               json_build_object('uuid', r.uuid, 'val', r.val, 'ts', r.ts)::text, r.ts
-          FROM late l
-          JOIN new_rows r ON r.uuid = l.uuid AND r.ts BETWEEN l.first_ts AND l.last_ts;
+        SELECT array_agg(i.uuid), array_agg(i.s), array_agg(i.e), array_agg(i.n),
+               array_agg(i.total), array_agg(i.vmin), array_agg(i.vmax)
+          INTO v_uuid, v_s, v_e, v_n, v_total, v_vmin, v_vmax
+          FROM (SELECT x.uuid, min(x.ts) AS s, max(x.ts) AS e, count(*) AS n,
+                       sum(x.val) AS total, min(x.val) AS vmin, max(x.val) AS vmax
+                  FROM numbered x GROUP BY x.uuid, x.grp) AS i;
+        FOR v_lo IN 1 .. coalesce(cardinality(v_uuid), 0) BY c_slice LOOP
+            PERFORM slidewin.sessions_apply(
+                v_def.id, v_uuid[v_lo:v_lo + c_slice - 1], v_s[v_lo:v_lo + c_slice - 1],
+                v_e[v_lo:v_lo + c_slice - 1], v_n[v_lo:v_lo + c_slice - 1],
+                v_total[v_lo:v_lo + c_slice - 1], v_vmin[v_lo:v_lo + c_slice - 1],
+                v_vmax[v_lo:v_lo + c_slice - 1]);
+        END LOOP;
     END LOOP;
     RETURN NULL;
 END
