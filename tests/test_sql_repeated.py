@@ -1,0 +1,179 @@
+"""Every SQL function answers the same on its tenth call on one connection as on its first.
+
+PostgreSQL plans a PL/pgSQL statement (and a prepared statement) anew for its first five runs,
+then may switch to one generic plan, whose expressions it estimates by running their stable
+functions: ``coalesce(p_name, slidewin.session_only())`` once failed from the sixth call on
+("there are 2 session windows") although a name was given. A test that calls each function
+once on a fresh connection cannot see that, so here each one is called twelve times on one
+connection, with two session windows defined, data in every table it reads, and its answers
+compared with the first call's.
+
+``CALLS`` must name every function in the schema: a new function without a sample call fails
+``test_every_function_has_a_sample_call``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from db import sessions
+from tests import store_fixtures
+from tests.store_fixtures import at, put
+
+small_store_dsn = store_fixtures.small_store_dsn
+sconn = store_fixtures.sconn
+
+REPEAT = 12
+S = timedelta(seconds=1)
+ROWS = ("ARRAY[%s]::timestamptz[], ARRAY[0]::smallint[], ARRAY[1]::bigint[], "
+        "ARRAY[5]::numeric[], ARRAY[5]::bigint[], ARRAY[5]::bigint[]")
+PAIR = (f"WITH a AS (SELECT slidewin.rollups_{{grain}}add({ROWS})) "
+        f"SELECT slidewin.rollups_{{grain}}subtract({ROWS}) FROM a")
+
+# function -> (SQL with %s placeholders, params as a function of the call number i, whether the
+# answer may change from call to call -- writers, and readers of what the writers change)
+CALLS: dict[str, tuple[str, object, bool]] = {
+    "attach_rollup_triggers": ("SELECT slidewin.attach_rollup_triggers('slidewin.events_p000')",
+                               (), False),
+    "attach_session_trigger": ("SELECT slidewin.attach_session_trigger('slidewin.events_p000')",
+                               (), False),
+    "check_chunk": ("SELECT slidewin.check_chunk(%s)", (100,), False),
+    "check_cutoff": ("SELECT slidewin.check_cutoff(%s)", (at(0),), False),
+    "check_key": ("SELECT slidewin.check_key(%s)", ("a",), False),
+    "check_partition": ("SELECT slidewin.check_partition(%s)", (1,), False),
+    "check_target_rows": ("SELECT slidewin.check_target_rows(%s)", (10,), False),
+    "check_window": ("SELECT slidewin.check_window(%s)", (30,), False),
+    "check_window_range": ("SELECT slidewin.check_window_range(%s, %s, %s)",
+                           (at(0), at(60), 10), False),
+    "check_window_spec": ("SELECT slidewin.check_window_spec(%s, %s)", (10, 5), False),
+    "complete_up_to": ("SELECT slidewin.complete_up_to()", (), False),
+    "count_windows": ("SELECT * FROM slidewin.count_windows(%s, %s, %s)", (2, 1, 4), False),
+    "delete_after_date": ("SELECT slidewin.delete_after_date(%s, %s, %s)",
+                          (0, at(-100), 10), False),
+    "delete_oldest_to_target": ("SELECT slidewin.delete_oldest_to_target(%s, %s, %s)",
+                                (0, 1000, 10), False),
+    "delete_to_limits": ("SELECT slidewin.delete_to_limits(%s, %s, %s, %s)",
+                         (0, at(-100), 1000, 10), False),
+    "ensure_partitions": ("SELECT slidewin.ensure_partitions(%s)", (3,), False),
+    "epoch_us_array": ("SELECT slidewin.epoch_us_array(%s)", ([0, 1],), False),
+    "grain_floor": ("SELECT slidewin.grain_floor(%s, %s)", (at(7), 10), False),
+    "hopping": ("SELECT * FROM slidewin.hopping(%s, %s, %s, %s)", (10 * S, 5 * S, at(0), at(60)),
+                False),
+    "ingest_advance": ("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
+                       ("events", at(40), at(40), 5 * S), False),
+    "insert_and_delete_after_date": (
+        "SELECT slidewin.insert_and_delete_after_date(%s, %s, %s, %s, %s)",
+        lambda i: ("w", i, at(41 + i), at(-100), 10), True),
+    "insert_and_delete_oldest_to_target": (
+        "SELECT slidewin.insert_and_delete_oldest_to_target(%s, %s, %s, %s, %s)",
+        lambda i: ("x", i, at(41 + i), 1000, 10), True),
+    "insert_event": ("SELECT slidewin.insert_event(%s, %s, %s)",
+                     lambda i: ("y", i, at(41 + i)), True),
+    "key_buckets": ("SELECT * FROM slidewin.key_buckets(%s, %s, %s, %s)",
+                    ("a", 10, at(0), at(60)), False),
+    "key_index": ("SELECT slidewin.key_index(%s)", (None,), False),
+    "key_window": ("SELECT * FROM slidewin.key_window(%s, 'tumbling', %s, NULL, %s, %s)",
+                   ("a", 10 * S, at(0), at(60)), False),
+    "key_windows_at": ("SELECT * FROM slidewin.key_windows_at(%s, %s, %s, %s)",
+                       ("a", 10 * S, 5 * S, at(12)), False),
+    "nibble": ("SELECT slidewin.nibble(%s, %s, %s, %s)", (0, at(-100), None, 10), False),
+    "partition_keys": ("SELECT slidewin.partition_keys()", (), False),
+    "partition_name": ("SELECT slidewin.partition_name(%s)", (2,), False),
+    "partition_of": ("SELECT slidewin.partition_of(%s), slidewin.partition_of(%s, 8)",
+                     ("a", "a"), False),
+    "record_job_run": (
+        "SELECT slidewin.record_job_run('j', 'retention', %s, %s, 1, '{}', true, false) > 0",
+        (at(0), at(1)), False),
+    "refresh_minute_history": ("SELECT slidewin.refresh_minute_history()", (), False),
+    "retention_targets": ("SELECT * FROM slidewin.retention_targets(%s, %s)",
+                          (1000, "global"), False),
+    "retired_through": ("SELECT slidewin.retired_through()", (), False),
+    "rollup_buckets": ("SELECT * FROM slidewin.rollup_buckets(%s, %s, %s)",
+                       (10, at(0), at(60)), False),
+    "rollup_grains": ("SELECT slidewin.rollup_grains()", (), False),
+    "rollup_range": ("SELECT * FROM slidewin.rollup_range(%s, %s)", (at(0), at(60)), False),
+    # adding then subtracting the same partial leaves the rollups as they were
+    "rollups_add": (PAIR.format(grain=""), (at(500), at(500)), False),
+    "rollups_subtract": (PAIR.format(grain=""), (at(501), at(501)), False),
+    "rollups_coarse_add": (PAIR.format(grain="coarse_"), (at(600), at(600)), False),
+    "rollups_coarse_subtract": (PAIR.format(grain="coarse_"), (at(601), at(601)), False),
+    "session_begin": ("SELECT (slidewin.session_begin(id)).name FROM slidewin.session_defs "
+                      "WHERE name = %s", ("visits",), False),
+    "session_changes": ("SELECT * FROM slidewin.session_changes(%s, %s)", ("visits", 0), False),
+    "session_def": ("SELECT (slidewin.session_def(%s)).name", ("visits",), False),
+    "session_define": ("SELECT slidewin.session_define(%s, %s) > 0",
+                       lambda i: (f"extra{i}", 10 * S), True),
+    "session_is_final": ("SELECT slidewin.session_is_final(%s, d) FROM slidewin.session_defs d "
+                         "WHERE name = 'visits'", (at(0),), False),
+    "session_late_detail": ("SELECT slidewin.session_late_detail(d, %s) FROM "
+                            "slidewin.session_defs d WHERE name = 'visits'", (at(0),), False),
+    "session_only": ("SELECT slidewin.session_only()", (), None),  # refuses: two definitions
+    "session_remove": ("SELECT slidewin.session_remove(%s, %s)", (lambda i: (f"extra{i}", at(0))),
+                       True),
+    "session_stats": ("SELECT * FROM slidewin.session_stats(%s)", ("visits",), False),
+    "sessions": ("SELECT * FROM slidewin.sessions(%s, %s)", ("a", "visits"), False),
+    "sessions_apply": ("SELECT slidewin.sessions_apply(id, ARRAY['q'], ARRAY[%s::timestamptz], "
+                       "ARRAY[%s::timestamptz], '{1}', '{1}', '{1}', '{1}') FROM "
+                       "slidewin.session_defs WHERE name = 'visits'",
+                       lambda i: (at(100 + 20 * i), at(100 + 20 * i)), True),
+    "sessions_closed": ("SELECT * FROM slidewin.sessions_closed(%s, %s)", ("visits", None),
+                        False),
+    "sessions_expire": ("SELECT slidewin.sessions_expire(%s)", (10,), False),
+    "sessions_late": ("SELECT slidewin.sessions_late(id, ARRAY['q'], '{1}', "
+                      "ARRAY[%s::timestamptz]) FROM slidewin.session_defs WHERE name = 'visits'",
+                      (at(-50),), False),
+    "sliding": ("SELECT * FROM slidewin.sliding(%s, %s, %s)", (10 * S, at(0), at(60)), False),
+    "stream_time": ("SELECT slidewin.stream_time()", (), False),
+    "tumbling": ("SELECT * FROM slidewin.tumbling(%s, %s, %s)", (10 * S, at(0), at(60)), False),
+    "window_avg": ("SELECT slidewin.window_avg(%s, %s)", (30, at(40)), False),
+    "window_max": ("SELECT slidewin.window_max(%s, %s)", (30, at(40)), False),
+    "window_seconds": ("SELECT slidewin.window_seconds('size', %s)", (10 * S,), False),
+    "window_status": ("SELECT * FROM slidewin.window_status(%s, %s)", (at(0), at(60)), False),
+    "window_summary": ("SELECT * FROM slidewin.window_summary(%s, %s)", (30, at(40)), False),
+    "windows_at": ("SELECT * FROM slidewin.windows_at(%s, %s, %s)", (10 * S, 5 * S, at(12)),
+                   False),
+}
+# run by the statements above rather than called: triggers, and the job store's own
+TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
+            "sessions_on_insert"}
+
+
+@pytest.fixture
+def busy(sconn: psycopg.Connection) -> psycopg.Connection:
+    """A store with events, a watermark and two session windows (so no name may be left out)."""
+    sessions.define(sconn, sessions.SessionDef("visits", 10 * S, 5 * S, timedelta(minutes=10)))
+    sessions.define(sconn, sessions.SessionDef("clicks", 30 * S, 0 * S, timedelta(minutes=10)))
+    put(sconn, [(k, i, at(i * 1.5)) for i in range(27) for k in ("a", "b")])
+    sconn.execute("SELECT slidewin.ingest_advance('events', %s, %s, %s)", (at(40), at(40), 5 * S))
+    return sconn
+
+
+def _schema_functions(conn: psycopg.Connection) -> set[str]:
+    rows = conn.execute(
+        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = 'slidewin'"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_every_function_has_a_sample_call(sconn: psycopg.Connection) -> None:
+    assert _schema_functions(sconn) - TRIGGERS == set(CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_twelve_calls_on_one_connection(busy: psycopg.Connection, name: str) -> None:
+    text, params, changing = CALLS[name]
+    answers = []
+    for i in range(REPEAT):
+        args = params(i) if callable(params) else params
+        if changing is None:  # it must refuse every time, with the same words
+            with pytest.raises(psycopg.Error) as refused:
+                busy.execute(text, args)
+            answers.append(refused.value.diag.message_primary)
+            continue
+        answers.append(busy.execute(text, args).fetchall())
+    if not changing:
+        assert all(a == answers[0] for a in answers), answers
