@@ -1,9 +1,13 @@
 """Creating and upgrading the schema: versioned SQL with a recorded version.
 
-``init_schema`` applies the idempotent baseline (procedures.BASELINE) every time -- so functions
-are always the ones shipped with this code -- then each migration newer than the recorded
-version, once, in one transaction under an advisory lock: two inits never interleave, and a
-failed init leaves the previous schema intact.
+The idempotent baseline (procedures.BASELINE) is always the newest schema, and ``init_schema``
+applies it every time -- so functions are always the ones shipped with this code. A store made by
+an older version first gets each migration newer than its recorded version, once, in version
+order: a migration changes what the older baseline made (a renamed column, merged rows) before the
+newer baseline, whose functions may already read the new shape, is applied over it. A new store
+gets the baseline alone and has every migration recorded as applied (the baseline holds them).
+All in one transaction under an advisory lock: two inits never interleave, and a failed init
+leaves the previous schema intact.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import procedures
 from db.connect import procedure_errors
 from db.errors import SchemaMissing
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 1  # the first recorded version; migrations number on from 2
 INIT_LOCK = "slidewin.init_schema"
 INIT_FIX = "run `slidewin db init` (it is idempotent) and try again"
 
@@ -32,9 +36,10 @@ def init_schema(conn: psycopg.Connection, partitions: int | None = None) -> Sche
     """Create or upgrade the schema; add partitions up to ``partitions`` (default: keep, or 8)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (INIT_LOCK,))
+        applied = _apply_migrations(conn)
         for name in procedures.all_files():
             conn.execute(procedures.read_sql(name))
-        applied = _apply_migrations(conn)
+        _record_new_store(conn)
         with procedure_errors():
             count = _ensure_partitions(conn, partitions)
         # one row, but never analyzed it looks like thousands to the planner, and every
@@ -44,22 +49,35 @@ def init_schema(conn: psycopg.Connection, partitions: int | None = None) -> Sche
 
 
 def _apply_migrations(conn: psycopg.Connection) -> tuple[str, ...]:
-    conn.execute(
-        "INSERT INTO slidewin.schema_version (version, name) VALUES (%s, 'baseline') "
-        "ON CONFLICT DO NOTHING",
-        (BASELINE_VERSION,),
-    )
-    done = current_version(conn) or BASELINE_VERSION
+    """The migrations newer than an existing store's version, in order (none for a new store)."""
+    done = current_version(conn)
+    if done is None:
+        return ()
     applied = []
     for version, name in procedures.migrations():
         if version > done:
             conn.execute(procedures.read_sql(name))
-            conn.execute(
-                "INSERT INTO slidewin.schema_version (version, name) VALUES (%s, %s)",
-                (version, name),
-            )
+            _record(conn, version, name)
             applied.append(name)
     return tuple(applied)
+
+
+def _record_new_store(conn: psycopg.Connection) -> None:
+    """A new store (no version yet) is at the newest version: the baseline holds every
+    migration, so each is recorded as applied without running it."""
+    if conn.execute("SELECT count(*) FROM slidewin.schema_version").fetchone() != (0,):
+        return
+    _record(conn, BASELINE_VERSION, "baseline")
+    for version, name in procedures.migrations():
+        _record(conn, version, name)
+
+
+def _record(conn: psycopg.Connection, version: int, name: str) -> None:
+    conn.execute(
+        "INSERT INTO slidewin.schema_version (version, name) VALUES (%s, %s) "
+        "ON CONFLICT DO NOTHING",
+        (version, name),
+    )
 
 
 def _ensure_partitions(conn: psycopg.Connection, partitions: int | None) -> int:
@@ -68,6 +86,11 @@ def _ensure_partitions(conn: psycopg.Connection, partitions: int | None) -> int:
         partitions = row[0] if row else 8
     result = conn.execute("SELECT slidewin.ensure_partitions(%s)", (partitions,)).fetchone()
     return int(result[0]) if result else partitions
+
+
+def latest_version() -> int:
+    """The version this code's schema is at: the newest migration's, or the baseline's."""
+    return max([BASELINE_VERSION, *(version for version, _ in procedures.migrations())])
 
 
 def current_version(conn: psycopg.Connection) -> int | None:

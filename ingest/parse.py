@@ -76,13 +76,24 @@ Step = Callable[[DataFrame], DataFrame]
 
 @dataclass(frozen=True)
 class Limits:
-    """What a batch is classified against: the clock and the stream state before the batch."""
+    """What a batch is classified against: the clock and the stream state before the batch.
+    ``watermark``: the stream's, which never goes back -- an ingest with a larger grace than
+    the one that raised it still rejects what is older (a window final stays final)."""
 
     now: datetime
     newest_before: datetime | None
     grace: timedelta
     history: timedelta | None
     max_future: timedelta
+    watermark: datetime | None = None
+
+    @property
+    def late_before(self) -> datetime | None:
+        """Events older than this are late: newest - grace, or the watermark if later."""
+        if self.newest_before is None:
+            return self.watermark
+        cut = _before(self.newest_before, self.grace)
+        return cut if self.watermark is None else max(cut, self.watermark)
 
 
 def read_stream(spark: SparkSession, config: IngestConfig, stream: str) -> DataFrame:
@@ -312,8 +323,8 @@ def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
     if newest is not None and limits.history is not None:
         horizon = _at_run_time(_before(newest, limits.history))
         rules.append((micros < horizon, "expired", _got("ts before the retention horizon", ts)))
-    if newest is not None:
-        late = _at_run_time(_before(newest, limits.grace))
+    if limits.late_before is not None:
+        late = _at_run_time(limits.late_before)
         rules.append((micros < late, "late", _got("ts later than grace", ts)))
     names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
     return _reason_steps(rules, [F.col(c) for c in names], cheap=True)

@@ -5,9 +5,10 @@ Order inside the transaction (autocommit connection + ``conn.transaction()``):
 1. claim the batch marker: ``INSERT INTO slidewin.ingest_batches (query_id, batch_id) ON
    CONFLICT DO NOTHING``. No row inserted -> the batch committed before (Spark is replaying it
    after a crash): skip, change nothing. A concurrent writer of the same batch waits on the key.
-2. lock and read the stream state (newest event time committed before this batch);
-3. ``compute(newest_before)`` -> the batch's good rows (deduplicated within the batch) and
-   dead letters, classified against that newest time (Spark runs here);
+2. lock and read the stream state (newest event time committed before this batch, and the
+   watermark: ``StreamState``);
+3. ``compute(state)`` -> the batch's good rows (deduplicated within the batch) and dead
+   letters, classified against that state (Spark runs here);
 4. raw rows: binary COPY straight into their partitions of slidewin.events (one COPY per partition
    written, no tuple routing) inside a SAVEPOINT (fast path); on a unique violation -- a row
    already stored by an earlier batch, file or replay -- roll back to the savepoint and COPY
@@ -81,6 +82,15 @@ class PartialsMismatch(Exception):
 
 
 @dataclass(frozen=True)
+class StreamState:
+    """What a batch is classified against: the newest event time committed before it and the
+    watermark (``slidewin.stream_state``); both None before the stream's first batch."""
+
+    newest: datetime | None = None
+    watermark: datetime | None = None
+
+
+@dataclass(frozen=True)
 class InlineRetention:
     """``--inline``: nibble the written partitions to these limits in the batch transaction."""
 
@@ -113,7 +123,7 @@ class BatchResult:
 # A chunk is its rows, or a function that makes them: the sink's writer thread calls it, so
 # work such as the in-batch dedup runs while Spark computes the next chunk.
 Chunk = BatchRows | Callable[[], BatchRows]
-Compute = Callable[[datetime | None], "BatchRows | Iterable[Chunk | Partials]"]
+Compute = Callable[["StreamState"], "BatchRows | Iterable[Chunk | Partials]"]
 # Writes a chunk's good rows: (inserted, path, the rows as written -- ``ingest.isolate`` moves
 # rows PostgreSQL refuses from good to bad)
 Insert = Callable[[psycopg.Connection, BatchRows], "tuple[int, str, BatchRows]"]
@@ -147,7 +157,7 @@ def presummable(rows: BatchRows) -> bool:
 def write_batch(
     conn: psycopg.Connection,
     query_id: str,
-    state_key: str,
+    stream: str,
     batch_id: int,
     compute: Compute,
     inline: InlineRetention | None = None,
@@ -155,8 +165,9 @@ def write_batch(
     grace: timedelta | None = None,
 ) -> BatchResult:
     """Run steps 1-5 above; ``conn`` must be in autocommit mode (transactions are explicit).
-    ``grace`` (the late rule's) is recorded with the stream time: windows read both as their
-    watermark (``slidewin.complete_up_to``).
+    ``stream`` names the state row every ingest of the stream shares. ``grace`` (the late
+    rule's) is recorded with the stream time: windows read the watermark they make
+    (``slidewin.complete_up_to``).
 
     ``compute`` may return the batch as one BatchRows or as an iterable of chunks (e.g. one per
     input file): chunk k is written by a helper thread while Spark computes chunk k+1, all in
@@ -166,12 +177,12 @@ def write_batch(
     with conn.transaction():
         if not _claim(conn, query_id, batch_id):
             return BatchResult(query_id, batch_id, skipped=True)
-        chunks = compute(_lock_state(conn, state_key))
+        chunks = compute(_lock_state(conn, stream))
         written = _write_chunks(
             conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id, insert
         )
         spark_rollups = apply_partials(conn, written.tally.presummed, written.partials)
-        result = _finish(conn, query_id, state_key, batch_id, written, inline, grace)
+        result = _finish(conn, query_id, stream, batch_id, written, inline, grace)
         result = replace(result, spark_rollups=spark_rollups)
         _fault("before_commit", batch_id)
     _fault("after_commit", batch_id)
@@ -293,17 +304,17 @@ def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
     return cur.rowcount == 1
 
 
-def _lock_state(conn: psycopg.Connection, state_key: str) -> datetime | None:
-    """Newest event time committed before this batch; the upsert also locks the row."""
+def _lock_state(conn: psycopg.Connection, stream: str) -> StreamState:
+    """The stream's state committed before this batch, its row locked until the commit."""
     with procedure_errors():
-        row = conn.execute("SELECT slidewin.ingest_advance(%s, NULL)", (state_key,)).fetchone()
-    return row[0] if row else None
+        row = conn.execute("SELECT * FROM slidewin.stream_begin(%s)", (stream,)).fetchone()
+    return StreamState(*row) if row else StreamState()
 
 
 def _finish(
     conn: psycopg.Connection,
     query_id: str,
-    state_key: str,
+    stream: str,
     batch_id: int,
     written: _Written,
     inline: InlineRetention | None,
@@ -312,7 +323,7 @@ def _finish(
     tally = written.tally
     max_ts = tally.max_ts
     row = conn.execute(
-        "SELECT slidewin.ingest_advance(%s, %s, now(), %s)", (state_key, max_ts, grace)
+        "SELECT slidewin.ingest_advance(%s, %s, now(), %s)", (stream, max_ts, grace)
     ).fetchone()
     newest = row[0] if row else None
     nibbled = nibble_written(conn, tally.parts, newest, inline) if inline else 0

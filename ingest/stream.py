@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
-from datetime import datetime
 from functools import partial
 from pathlib import PurePosixPath
 
@@ -40,6 +39,7 @@ from ingest.sink import (
     InlineRetention,
     Partials,
     PartialsMismatch,
+    StreamState,
     insert_rows,
     write_batch,
 )
@@ -49,6 +49,9 @@ OnResult = Callable[[str, BatchResult], None]
 SPARK_ERRORS = (PySparkException, Py4JJavaError)
 BIND_TIMEOUT_S = 120.0
 CHUNK_BYTES = 2 * 2**20  # input bytes per Spark job when a batch is read file by file
+# the store's stream: every ingest of it -- both queries of one `slidewin ingest`, and ingests
+# of other landing directories -- shares its state row and so its one watermark
+STREAM = "events"
 
 
 class _PulledBatchFailed(Exception):
@@ -138,9 +141,9 @@ class BatchHandler:
         return write_batch(
             self._connection(),
             self.config.marker_id(self.stream, str(self._checkpoint_id)),
-            self.config.query_id,
+            STREAM,
             batch_id,
-            lambda newest: self.compute(df, newest, batch_id, by_file=by_file, narrow=narrow),
+            lambda state: self.compute(df, state, batch_id, by_file=by_file, narrow=narrow),
             self._inline(),
             isolate.insert_narrowed if narrow else insert_rows,
             self.config.grace,
@@ -149,7 +152,7 @@ class BatchHandler:
     def compute(
         self,
         df: DataFrame,
-        newest_before: datetime | None,
+        state: StreamState,
         batch_id: int,
         *,
         by_file: bool,
@@ -170,10 +173,11 @@ class BatchHandler:
         """
         limits = parse.Limits(
             now=self.clock(),
-            newest_before=newest_before,
+            newest_before=state.newest,
             grace=self.config.grace,
             history=self.config.history,
             max_future=self.config.max_future,
+            watermark=state.watermark,
         )
         if self._fixed is None:
             self._fixed = (

@@ -34,8 +34,8 @@ COMMANDS = [["tumbling"], ["hopping"], ["sliding"], ["rows"], ["current"]]
 def timeline(sconn, small_store_dsn, monkeypatch):
     monkeypatch.setenv("SLIDEWIN_DSN", small_store_dsn)
     put(sconn, EVENTS)
-    sconn.execute("INSERT INTO slidewin.stream_state (query_id, newest_ts, grace) "
-                  "VALUES ('t', %s, '5 s')", (at(25),))
+    sconn.execute("INSERT INTO slidewin.stream_state (stream, newest_ts, grace, watermark) "
+                  "VALUES ('events', %s, '5 s', %s)", (at(25), at(20)))
     return sconn
 
 

@@ -85,8 +85,8 @@ def test_loaded_store_reports_the_last_complete_seconds(conn, watch_conn):
 def test_with_a_watermark_the_reports_cover_final_seconds(conn, watch_conn):
     load_with_last_second(conn)
     # the ingest's newest event at T0+0.2 with grace 2 s: complete up to T0-1.8
-    conn.execute("INSERT INTO slidewin.stream_state (query_id, newest_ts, grace) "
-                 "VALUES ('t', %s, '2 s')", (at(0.2),))
+    conn.execute("INSERT INTO slidewin.stream_state (stream, newest_ts, grace, watermark) "
+                 "VALUES ('events', %s, '2 s', %s)", (at(0.2), at(-1.8)))
     report = make_reporter(conn, watch_conn).report()
     assert (report.window_end, report.window_final) == (at(-2), True)
     assert report.averages[1] == pytest.approx(100.0)  # [-3, -2): {100}

@@ -85,7 +85,7 @@ def test_batch_writes_rows_dead_letters_marker_and_state(iconn):
         "SELECT rows_in, accepted, duplicates, rejected, max_ts FROM slidewin.ingest_batches"
     ).fetchone()
     assert marker == (4, 2, 1, 1, T0 + timedelta(seconds=0.5))
-    state = conn.execute("SELECT newest_ts FROM slidewin.stream_state WHERE query_id = 'q'")
+    state = conn.execute("SELECT newest_ts FROM slidewin.stream_state WHERE stream = 'q'")
     assert state.fetchone()[0] == T0 + timedelta(seconds=0.5)
     assert_rollups_exact(iconn)
 
@@ -112,7 +112,7 @@ def test_dead_letters_keep_their_event_time_and_the_state_its_grace(iconn):
                 grace=five)
     got = iconn.execute("SELECT raw, event_ts FROM slidewin.dead_letters ORDER BY raw")
     assert got.fetchall() == [("v", late), ("w", None), ("y", None)]
-    state = "SELECT newest_ts, grace FROM slidewin.stream_state WHERE query_id = 'q'"
+    state = "SELECT newest_ts, grace FROM slidewin.stream_state WHERE stream = 'q'"
     assert iconn.execute(state).fetchone() == (T0 + timedelta(seconds=100), five)
     write(iconn, 1, rows([("b", 1, 101, 1)], [("malformed", "x")]))  # no grace: kept
     assert iconn.execute(state).fetchone() == (T0 + timedelta(seconds=101), five)
@@ -182,7 +182,8 @@ def test_state_is_read_before_the_batch_and_only_rises(iconn):
     write(conn, 0, rows([("a", 1, 100, 1)]), seen=seen)
     write(conn, 1, rows([("b", 1, 50, 1)]), seen=seen)
     write(conn, 2, rows([]), seen=seen)
-    assert seen == [None, T0 + timedelta(seconds=100), T0 + timedelta(seconds=100)]
+    hundred = T0 + timedelta(seconds=100)
+    assert [s.newest for s in seen] == [None, hundred, hundred]
 
 
 def test_failed_batch_leaves_nothing(iconn):

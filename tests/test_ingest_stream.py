@@ -156,7 +156,7 @@ def test_late_and_expired_go_to_dead_letters(spark, store_dsn, iconn, tmp_path):
     }
     assert markers(iconn)[1] == (1, 4, 1, 0, 3)
     state = iconn.execute(
-        "SELECT newest_ts, grace FROM slidewin.stream_state WHERE query_id = 't'"
+        "SELECT newest_ts, grace FROM slidewin.stream_state WHERE stream = 'events'"
     ).fetchone()
     assert state == (at(100), timedelta(seconds=5))
     # the windows' watermark is the ingest's late rule: newest - grace
@@ -527,3 +527,38 @@ def test_split_text_files_are_written_in_file_and_line_order(spark, store_dsn, i
     assert stored_rows(iconn) == truth
     assert stored_rollups(iconn) == truth_rollups(truth, 8)
     assert markers(iconn) == [(0, 82, 81, 1, 0)]
+
+
+def test_one_watermark_per_stream_whatever_the_ingest_or_its_grace(
+    spark, store_dsn, iconn, tmp_path
+):
+    """Two ingests of the one stream -- JSON Lines from one landing directory with grace 5 s,
+    Parquet from another with grace 60 s, each its own query id -- share the stream's state:
+    once the first has made [80, 90) final (watermark 95), an event at 85 that the second's
+    own grace would admit is late, and the final window never changes.
+
+        t(s)   80      85      90   95  100
+               [ window   ]         |wm |newest (first ingest, grace 5 s)
+                       x  <- Parquet, second ingest, grace 60 s: late, not stored
+    """
+    first, second = tmp_path / "a", tmp_path / "b"
+    (first / "landing").mkdir(parents=True)
+    (second / "landing").mkdir(parents=True)
+    write_jsonl(first / "landing", "a.jsonl", [event("k", 1, 82), event("k", 2, 100)])
+    ingest_once(spark, store_dsn, first, grace=timedelta(seconds=5), query_id="first")
+    [before] = windows.tumbling(iconn, timedelta(seconds=10), at(80), at(90))
+    assert (before.n, before.final) == (1, True)
+    pq.write_table(
+        pa.table({"uuid": ["k"], "val": pa.array([3], pa.int64()),
+                  "ts": pa.array([at(85)], pa.timestamp("us", tz="UTC"))}),
+        second / "landing" / "b.parquet",
+    )
+    ingest_once(spark, store_dsn, second, grace=timedelta(seconds=60), query_id="second",
+                format="parquet")
+    [after] = windows.tumbling(iconn, timedelta(seconds=10), at(80), at(90))
+    assert after == before
+    late = iconn.execute(
+        "SELECT event_ts FROM slidewin.dead_letters WHERE reason = 'late'").fetchall()
+    assert late == [(at(85),)]
+    states = iconn.execute("SELECT stream, newest_ts, watermark FROM slidewin.stream_state")
+    assert states.fetchall() == [("events", at(100), at(95))]

@@ -126,6 +126,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                       "ARRAY[%s::timestamptz]) FROM slidewin.session_defs WHERE name = 'visits'",
                       (at(-50),), False),
     "sliding": ("SELECT * FROM slidewin.sliding(%s, %s, %s)", (10 * S, at(0), at(60)), False),
+    "stream_begin": ("SELECT * FROM slidewin.stream_begin(%s)", ("events",), False),
     "stream_time": ("SELECT slidewin.stream_time()", (), False),
     "tumbling": ("SELECT * FROM slidewin.tumbling(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "window_avg": ("SELECT slidewin.window_avg(%s, %s)", (30, at(40)), False),

@@ -40,10 +40,11 @@ def timeline(sconn):
 
 
 def watermark(conn, newest_s: float, grace_s: float) -> None:
-    conn.execute("INSERT INTO slidewin.stream_state (query_id, newest_ts, grace) VALUES "
-                 "('t', %s, %s) ON CONFLICT (query_id) DO UPDATE SET "
-                 "newest_ts = excluded.newest_ts, grace = excluded.grace",
-                 (at(newest_s), secs(grace_s)))
+    conn.execute("INSERT INTO slidewin.stream_state (stream, newest_ts, grace, watermark) "
+                 "VALUES ('events', %s, %s, %s) ON CONFLICT (stream) DO UPDATE SET "
+                 "newest_ts = excluded.newest_ts, grace = excluded.grace, "
+                 "watermark = excluded.watermark",
+                 (at(newest_s), secs(grace_s), at(newest_s - grace_s)))
 
 
 def table(found):

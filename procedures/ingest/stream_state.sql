@@ -1,13 +1,20 @@
--- slidewin.stream_state: one row per ingest stream (query_id) holding the newest event time it
--- has committed. The ingest sink reads it (FOR UPDATE) at the start of each batch transaction to
--- classify events as `late` (older than newest - grace) or `expired` (older than newest -
--- history), and raises it in the same transaction -- so the classification of a batch is fixed by
--- what was committed before it, and a replayed batch sees the same value. Reading one row here
--- avoids scanning slidewin.ingest_batches for max(max_ts), which grows with every batch.
+-- slidewin.stream_state: one row per stream (today the one stream, `events`) holding the newest
+-- event time any ingest has committed for it, the ingest's grace, and the watermark.
+--
+-- Every ingest of the stream -- the JSON/CSV and the Parquet query of one `slidewin ingest`, and
+-- any other ingest writing the same stream from another landing directory -- locks this one row
+-- at the start of each batch transaction (slidewin.stream_begin) and raises it in the same
+-- transaction (slidewin.ingest_advance): batches of one stream take turns, each is classified
+-- against what was committed before it, and a replayed batch sees the same values. Reading one
+-- row avoids scanning slidewin.ingest_batches for max(max_ts), which grows with every batch.
+--
+-- watermark (slidewin.complete_up_to) never goes back: it is the greatest newest_ts - grace
+-- recorded, and an ingest rejects as late anything older than it, whatever its own --grace. So a
+-- window final once stays final, even when two ingests run with different graces.
 CREATE TABLE IF NOT EXISTS slidewin.stream_state (
-    query_id   text PRIMARY KEY CHECK (length(query_id) BETWEEN 1 AND 200),
+    stream     text PRIMARY KEY CHECK (length(stream) BETWEEN 1 AND 200),
     newest_ts  timestamptz,
-    updated_at timestamptz NOT NULL DEFAULT now()
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    grace      interval,
+    watermark  timestamptz
 );
--- the ingest's grace, recorded with each batch: newest_ts - grace is the windows' watermark
-ALTER TABLE slidewin.stream_state ADD COLUMN IF NOT EXISTS grace interval;

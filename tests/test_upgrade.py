@@ -1,0 +1,96 @@
+"""`slidewin db init` upgrades a store made by an earlier schema version in place, losing nothing.
+
+tests/fixtures/store_v1.sql is a store made by schema version 1 (its header says how): events
+with a nibble behind them, rollups, a session window with sessions, a retention job, two
+per-query stream states, a batch marker and dead letters. init must apply the migrations
+since, keep every row, and leave a store the current code writes and reads as a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pyarrow as pa
+import pytest
+
+from db import sessions, windows
+from db.schema import current_version, init_schema, latest_version
+from ingest.batch import GOOD_SCHEMA
+from ingest.sink import BatchRows, write_batch
+from tests.invariants import assert_rollups_exact
+from tests.pgfixture import create_database, drop_database
+
+FIXTURE = Path(__file__).parent / "fixtures" / "store_v1.sql"
+V1_T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+# what must survive, table by table (a query each)
+KEPT = {
+    "events": "SELECT count(*), sum(val) FROM slidewin.events",
+    "rollups": "SELECT count(*), sum(n), sum(total) FROM slidewin.rollups",
+    "rollups_coarse": "SELECT count(*), sum(n) FROM slidewin.rollups_coarse",
+    "retention_state": "SELECT count(*), max(retired_through) FROM slidewin.retention_state",
+    "sessions": "SELECT count(*), sum(n), sum(total) FROM slidewin.session_store",
+    "session_defs": "SELECT name, gap, grace, retention, stream_ts FROM slidewin.session_defs",
+    "dead_letters": "SELECT count(*), string_agg(reason, ',' ORDER BY id) "
+                    "FROM slidewin.dead_letters",
+    "batches": "SELECT query_id, batch_id, accepted FROM slidewin.ingest_batches",
+    "jobs": "SELECT id, next_run_time FROM slidewin.apscheduler_jobs",
+    "retention": "SELECT * FROM slidewin.retention_settings",
+}
+
+
+@pytest.fixture
+def v1_store(pg_admin_dsn: str) -> Iterator[str]:
+    dsn = create_database(pg_admin_dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(FIXTURE.read_text(encoding="utf-8"))
+    yield dsn
+    drop_database(pg_admin_dsn, dsn)
+
+
+def snapshot(conn: psycopg.Connection) -> dict[str, list[tuple]]:
+    return {name: conn.execute(query).fetchall() for name, query in KEPT.items()}
+
+
+def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
+    with psycopg.connect(v1_store, autocommit=True) as conn:
+        assert current_version(conn) == 1
+        before = snapshot(conn)
+        assert before["events"][0][0] == 286 and before["sessions"][0][0] == 7
+        report = init_schema(conn)
+        assert report.applied_migrations == ("migrations/0002_stream_state_per_stream.sql",)
+        assert current_version(conn) == latest_version()
+        assert snapshot(conn) == before
+        assert_rollups_exact(conn)
+        # the two per-query states became the stream's one: newest of both, the watermark the
+        # windows were read against before (newest - grace of the one ahead), the larger grace
+        state = conn.execute(
+            "SELECT stream, newest_ts, grace, watermark FROM slidewin.stream_state").fetchall()
+        assert state == [("events", V1_T0 + timedelta(seconds=210), timedelta(seconds=30),
+                          V1_T0 + timedelta(seconds=205))]
+        assert windows.status(conn, V1_T0, V1_T0).complete_up_to == V1_T0 + timedelta(seconds=205)
+        again = init_schema(conn)
+        assert again.applied_migrations == () and snapshot(conn) == before
+
+
+def test_the_upgraded_store_is_written_and_read_as_a_new_one(v1_store: str) -> None:
+    with psycopg.connect(v1_store, autocommit=True) as conn:
+        init_schema(conn)
+        part = conn.execute("SELECT slidewin.partition_of('k1')").fetchone()[0]
+        good = pa.Table.from_pylist(
+            [{"part": part, "uuid": "k1", "val": 5, "ts": V1_T0 + timedelta(seconds=212),
+              "copies": 1}],
+            schema=GOOD_SCHEMA,
+        )
+        empty = pa.table({c: pa.array([], pa.string()) for c in ("source", "reason", "detail",
+                                                                  "raw")})
+        result = write_batch(conn, "ingest/text/new", "events", 0,
+                             lambda _state: BatchRows(good, empty), grace=timedelta(seconds=5))
+        assert result.accepted == 1
+        assert_rollups_exact(conn)
+        [visit] = [s for s in sessions.sessions(conn, "k1") if s.end == good["ts"][0].as_py()]
+        assert visit.n >= 1
+        assert windows.status(conn, V1_T0, V1_T0).complete_up_to == V1_T0 + timedelta(seconds=207)
