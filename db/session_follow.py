@@ -5,9 +5,11 @@ their tombstones first, as Kafka does -- by version: each statement that changes
 definition's sessions stamps them with the next version, and versions become visible in order
 (the definition's row is locked until commit), so remembering the last version printed misses
 nothing. ``final`` emits each session once, when it closes (``end < stream time - gap -
-grace``), in (end, key) order, remembering the last one printed. Memory is two numbers; each
-poll reads at most ``limit`` rows through an index, and polls run after the rollups' change
-signal (``db.changes``), never on a timer.
+grace``), in (end, key) order, remembering the last one printed -- its first poll prints every
+session already final from ``start`` on, then each new one once (a session final once is never
+changed: ``slidewin.sessions_apply``). Memory is two numbers; each poll reads at most ``limit``
+rows through an index, and polls run after the rollups' change signal (``db.changes``), never
+on a timer.
 """
 
 from __future__ import annotations
@@ -36,18 +38,22 @@ class Emission:
 
 @dataclass
 class SessionFollower:
-    """One followed definition (``name`` None: the only one), optionally one key."""
+    """One followed definition (``name`` None: the only one), optionally one key, from the
+    sessions ending at or after ``start`` (None: all)."""
 
     name: str | None
     key: str | None = None
     emit: str = UPDATE
     limit: int = sessions.MAX_LIMIT
+    start: datetime | None = None
     _version: int = 0
     _after: tuple[datetime, str] | None = None
 
     def __post_init__(self) -> None:
         if self.emit not in EMIT_POLICIES:
             raise ValueError(f"emit must be one of {EMIT_POLICIES}, got {self.emit!r}")
+        if self.start is not None:  # keys are never empty: (start, '') comes before them all
+            self._after = (self.start, "")
 
     def poll(self, conn: psycopg.Connection) -> list[Emission]:
         """What the policy emits since the previous poll (all of it: pages until done)."""
@@ -72,7 +78,8 @@ class SessionFollower:
             # a full page may end inside a version: print whole versions only, the rest next
             changes = [c for c in changes if c.version < top]
         self._version = max(c.version for c in changes)
-        return [Emission(UPDATE, c.session, c.tombstone, c.merged_start) for c in changes]
+        return [Emission(UPDATE, c.session, c.tombstone, c.merged_start) for c in changes
+                if self.start is None or c.session.end >= self.start]
 
 
 def follow(

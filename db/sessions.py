@@ -234,6 +234,13 @@ class SessionStats:
     longest_key: str | None
     longest_start: datetime | None
     longest_end: datetime | None
+    events: int = 0  # merged into sessions so far
+    created: int = 0  # sessions created so far
+    apply_seconds: float = 0.0  # spent keeping them
+
+    @property
+    def events_per_session(self) -> float | None:
+        return self.events / self.created if self.created else None
 
     @property
     def longest(self) -> timedelta | None:
@@ -257,6 +264,56 @@ def all_stats(conn: psycopg.Connection) -> list[SessionStats]:
         "WHERE d.dropped_at IS NULL ORDER BY d.name"
     ).fetchall()
     return [SessionStats(*r) for r in rows]
+
+
+@dataclass(frozen=True)
+class SessionCost:
+    """What session windows cost the ingest over its newest batches (``slidewin.session_cost``)."""
+
+    batches: int
+    batch_s: float
+    session_s: float
+
+    @property
+    def share(self) -> float | None:
+        return self.session_s / self.batch_s if self.batch_s > 0 else None
+
+
+HEAVY_SHARE = 0.5  # of the ingest's time: more, and session windows cost more than it affords
+RARE_KEYS = 1.5  # events per session: fewer (over enough sessions), and keys rarely recur
+RARE_KEYS_SESSIONS = 1000
+
+
+def cost(conn: psycopg.Connection, batches: int = 100) -> SessionCost:
+    row = conn.execute("SELECT * FROM slidewin.session_cost(%s)", (batches,)).fetchone()
+    assert row is not None
+    return SessionCost(int(row[0]), float(row[1]), float(row[2]))
+
+
+def warnings(conn: psycopg.Connection, found: list[SessionStats] | None = None) -> list[str]:
+    """What to tell a user about the session windows in force: that they take most of the
+    ingest's time, and which definitions make about one session per event (keys that never
+    recur), each with the fix. Empty when all is well."""
+    found = all_stats(conn) if found is None else found
+    if not found:
+        return []
+    out = []
+    spent = cost(conn)
+    if spent.share is not None and spent.share > HEAVY_SHARE:
+        out.append(
+            f"session windows took {spent.share:.0%} of the ingest's time over its last "
+            f"{spent.batches} batches, more than the stream can afford: remove the definitions "
+            "that do not need keeping (slidewin windows remove NAME)"
+        )
+    for s in found:
+        per = s.events_per_session
+        if per is not None and s.created >= RARE_KEYS_SESSIONS and per < RARE_KEYS:
+            out.append(
+                f"session window {s.name}: {per:.2f} events per session -- its keys rarely "
+                "recur, so nearly every event is a session of its own; remove it (slidewin "
+                f"windows remove {s.name}) unless the stream's keys recur within the gap"
+            )
+    return out
 
 
 def stats_line(s: SessionStats) -> str:

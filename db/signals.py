@@ -37,8 +37,21 @@ def handling(handler: Handler, signals: Iterable[int] = STOP_SIGNALS) -> Iterato
             signal.signal(sig, old)
 
 
+class Stop(threading.Event):
+    """A stop flag that remembers the signal that first set it: a command stopped by Ctrl-C
+    exits 130 (what shells report for SIGINT) after stopping cleanly."""
+
+    signum: int | None = None
+
+
 def stop_on_signals(
     stop: threading.Event, signals: Iterable[int] = STOP_SIGNALS
 ) -> contextlib.AbstractContextManager[None]:
     """While inside, SIGINT and SIGTERM set ``stop`` instead of raising (main thread only)."""
-    return handling(lambda _signum, _frame: stop.set(), signals)
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if isinstance(stop, Stop) and stop.signum is None:
+            stop.signum = signum
+        stop.set()
+
+    return handling(handler, signals)

@@ -20,13 +20,28 @@ def batch_line(stream: str, result: BatchResult, now: datetime) -> str:
     # rows whose rollups the triggers computed (duplicates, fallbacks): Spark sums the rest
     by_triggers = result.accepted - result.spark_rollups
     triggers = f", rollups of {by_triggers} by trigger" if by_triggers > 0 else ""
+    sessions = _sessions(result)
     return (
         f"[{stream}] batch {result.batch_id}: in {result.rows_in}, accepted {result.accepted}, "
         f"dup {result.duplicates}, rejected {result.rejected}"
         + (f" ({reasons})" if reasons else "")
-        + f"{nibbled}{triggers}, {rate:,.0f} rows/s (spark {result.compute_s:.2f}s, "
+        + f"{nibbled}{triggers}{sessions}, {rate:,.0f} rows/s (spark {result.compute_s:.2f}s, "
         f"db {result.seconds - result.compute_s:.2f}s), lag {lag}, stream time {stream_time}"
     )
+
+
+SESSIONS_HEAVY = 0.5  # of a batch's database time: more, and the batch line says so
+
+
+def _sessions(result: BatchResult) -> str:
+    """The time session windows took, and a warning when they took most of the batch."""
+    if result.session_s < 0.005:
+        return ""
+    db_s = max(result.seconds - result.compute_s, result.session_s)
+    heavy = result.session_s > SESSIONS_HEAVY * db_s
+    why = (" -- most of the batch: see `slidewin windows list` (keys that never recur make a "
+           "session per event)" if heavy else "")
+    return f", sessions {result.session_s:.2f}s{why}"
 
 
 @dataclass

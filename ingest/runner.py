@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ingest.stream import BatchHandler
 
 
-STOP_WAIT_S = 30.0
+STOP_WAIT_S = 3.0  # a batch under way may commit; then its statement is cancelled
 CLASS_CACHE_NOTE = (
     "saving the JVM's class cache for faster Spark starts (once per Java and PySpark, "
     "about 10 s; SLIDEWIN_CLASS_CACHE=off skips it)"
@@ -188,11 +188,17 @@ def _stream_failed(handler: BatchHandler, failure: BaseException) -> IngestError
 
 
 def _stop_all(queries: list[StreamingQuery], handlers: list[BatchHandler]) -> None:
-    """Let a running batch finish (bounded wait), then stop: a stop mid-batch is safe -- the
-    batch is replayed and skipped or redone -- but interrupts Spark's checkpoint writes."""
+    """Let a running batch finish for a few seconds, then cancel its database statement and
+    stop: a stop mid-batch is safe -- the batch rolls back and is replayed, skipped or redone,
+    on the next start -- and a long statement (a large batch's session windows, a lock wait)
+    must not hold a Ctrl-C for minutes, nor keep running in the server after we are gone."""
     for q in queries:
         with contextlib.suppress(Exception):
             _wait_between_batches(q, timeout_s=STOP_WAIT_S)
+    for h in handlers:
+        h.cancel()
+    for q in queries:
+        with contextlib.suppress(Exception):
             q.stop()
     for h in handlers:
         h.close()

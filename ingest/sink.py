@@ -118,6 +118,7 @@ class BatchResult:
     seconds: float = 0.0
     compute_s: float = 0.0
     spark_rollups: int = 0  # rows whose rollups came from Spark's partials, not the triggers
+    session_s: float = 0.0  # of ``seconds``, spent keeping session windows
 
 
 # A chunk is its rows, or a function that makes them: the sink's writer thread calls it, so
@@ -177,13 +178,17 @@ def write_batch(
     with conn.transaction():
         if not _claim(conn, query_id, batch_id):
             return BatchResult(query_id, batch_id, skipped=True)
-        chunks = compute(_lock_state(conn, stream))
+        state = _lock_state(conn, stream)
+        sessions_before = _session_seconds(conn)
+        chunks = compute(state)
         written = _write_chunks(
             conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id, insert
         )
         spark_rollups = apply_partials(conn, written.tally.presummed, written.partials)
         result = _finish(conn, query_id, stream, batch_id, written, inline, grace)
-        result = replace(result, spark_rollups=spark_rollups)
+        result = replace(result, spark_rollups=spark_rollups,
+                         session_s=_session_seconds(conn) - sessions_before)
+        _record_times(conn, query_id, batch_id, time.monotonic() - started, result.session_s)
         _fault("before_commit", batch_id)
     _fault("after_commit", batch_id)
     return replace(result, seconds=time.monotonic() - started)
@@ -309,6 +314,23 @@ def _lock_state(conn: psycopg.Connection, stream: str) -> StreamState:
     with procedure_errors():
         row = conn.execute("SELECT * FROM slidewin.stream_begin(%s)", (stream,)).fetchone()
     return StreamState(*row) if row else StreamState()
+
+
+def _session_seconds(conn: psycopg.Connection) -> float:
+    """Seconds spent keeping session windows so far, all definitions (a handful of rows)."""
+    row = conn.execute("SELECT sum(apply_seconds) FROM slidewin.session_defs").fetchone()
+    return float(row[0]) if row and row[0] is not None else 0.0
+
+
+def _record_times(
+    conn: psycopg.Connection, query_id: str, batch_id: int, seconds: float, session_s: float
+) -> None:
+    """The batch's time and its session windows' share (``slidewin.session_cost`` reads them)."""
+    conn.execute(
+        "UPDATE slidewin.ingest_batches SET seconds = %s, session_seconds = %s "
+        "WHERE query_id = %s AND batch_id = %s",
+        (seconds, session_s, query_id, batch_id),
+    )
 
 
 def _finish(

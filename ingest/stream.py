@@ -9,6 +9,7 @@ Event-time lateness is decided here against the committed stream state, NOT with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -274,6 +275,15 @@ class BatchHandler:
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = connect(self.dsn, autocommit=True)
         return self._conn
+
+    def cancel(self) -> None:
+        """Cancel the statement the batch is running in the database, if any (from another
+        thread: a stop must not wait minutes for a long statement). The batch fails and rolls
+        back; it is read again when the ingest restarts."""
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            with contextlib.suppress(Exception):  # gone meanwhile: nothing left to cancel
+                conn.cancel_safe(timeout=5.0)
 
     def close(self) -> None:
         if self._conn is not None:

@@ -140,3 +140,18 @@ def test_follow_runs_until_sigterm_and_prints_json_lines(store, small_store_dsn)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def test_final_from_a_start_prints_what_closed_before_it_began_then_each_new_one(store):
+    """Started after sessions closed, a final follower prints those in its range first (from
+    --from/--last on), then each session once as it closes."""
+    sessions.define(store, sessions.SessionDef("visits", timedelta(seconds=10),
+                                               timedelta(seconds=5)))
+    put(store, [("a", 1, at(0)), ("b", 1, at(3)), ("c", 1, at(30))])  # close 15: a, b final
+    follower = session_follow.SessionFollower("visits", emit="final", start=at(2))
+    assert [e.session.key for e in follower.poll(store)] == ["b"]
+    assert follower.poll(store) == []
+    put(store, [("d", 1, at(50))])  # close 35: c closes
+    assert [e.session.key for e in follower.poll(store)] == ["c"]
+    refused = run("sessions", "--follow", "--to", "2026-01-01T12:00:00Z")
+    assert refused.exit_code == 2 and "--to does not go with --follow" in refused.output

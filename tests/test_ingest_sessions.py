@@ -66,3 +66,15 @@ def test_a_batch_that_rolls_back_changes_no_session(iconn):
         write_batch(iconn, "q/text", "q", 1, compute)
     assert spans(iconn) == before
     assert sessions.stats(iconn).stream_ts == T0
+
+
+def test_the_sink_merges_in_bounded_calls_and_records_what_sessions_cost(iconn):
+    many = rows([(f"k{i:05d}", 1, i / 1000, 1) for i in range(25_000)])
+    res = write(iconn, 0, many)
+    assert res.accepted == 25_000 and res.session_s > 0
+    assert iconn.execute("SELECT version FROM slidewin.session_defs").fetchone() == (2,)
+    spent = sessions.cost(iconn)
+    assert spent.batches == 1 and 0 < spent.session_s <= spent.batch_s
+    recorded = iconn.execute("SELECT seconds, session_seconds FROM slidewin.ingest_batches")
+    [(seconds, session_seconds)] = recorded.fetchall()
+    assert session_seconds == pytest.approx(res.session_s) and seconds >= session_seconds

@@ -17,6 +17,7 @@ from db.schema import init_schema
 from ingest.batch import GOOD_SCHEMA
 from ingest.sink import (
     PRECOMPUTED,
+    BatchResult,
     BatchRows,
     InlineRetention,
     Partials,
@@ -300,3 +301,14 @@ def test_the_progress_line_names_rows_the_triggers_summed():
                         newest_ts=T0)
     assert "by trigger" not in batch_line("text", spark_only, now)
     assert ", rollups of 3 by trigger," in batch_line("text", mixed, now)
+
+
+def test_the_batch_line_says_what_session_windows_took():
+    from ingest.progress import batch_line
+
+    light = BatchResult("q", 1, rows_in=10, accepted=10, seconds=2.0, compute_s=1.0, session_s=0.1)
+    assert ", sessions 0.10s, " in batch_line("text", light, T0)
+    heavy = replace(light, session_s=0.9)
+    assert "sessions 0.90s -- most of the batch: see `slidewin windows list`" in batch_line(
+        "text", heavy, T0)
+    assert "sessions" not in batch_line("text", replace(light, session_s=0.0), T0)

@@ -263,3 +263,18 @@ def test_the_store_refuses_what_python_would(sconn):
         sessions.define(sconn, sessions.SessionDef("x", GAP))
     with pytest.raises(ConfigError, match="NAME 'X y'"):
         sessions.SessionDef("X y", GAP)
+
+
+def test_many_islands_are_merged_in_bounded_calls_and_reported(sconn):
+    """45,000 keys seen once each: one statement, three calls of at most 20,000 islands (each
+    a version); about one event per session, which `warnings` reports with the fix."""
+    sessions.define(sconn, sessions.SessionDef("once", GAP, 0 * S, timedelta(minutes=10)))
+    put(sconn, [(f"key{i:05d}", 1, at(i / 1000)) for i in range(45_000)])
+    version = sconn.execute("SELECT version FROM slidewin.session_defs").fetchone()[0]
+    assert version == 3
+    stats = sessions.stats(sconn, "once")
+    assert (stats.events, stats.created, stats.events_per_session) == (45_000, 45_000, 1.0)
+    assert stats.apply_seconds > 0
+    [warning] = sessions.warnings(sconn)
+    assert warning.startswith("session window once: 1.00 events per session -- its keys rarely")
+    assert "slidewin windows remove once" in warning

@@ -7,7 +7,7 @@ import click
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import json_option
 from client.cli.root import SlidewinGroup
-from db import embedded
+from db import embedded, sessions
 from db.config import configured_dsn, redact
 from db.connect import ensure_embedded
 from db.limits import MAX_PARTITIONS
@@ -65,9 +65,13 @@ def db_status(app: AppContext, as_json: bool) -> None:
     with app.connect() as conn:
         parts = partition_status(conn)
         head = store_summary(conn)
+        warnings = sessions.warnings(conn)
     server = None if configured_dsn(app.dsn_option) else embedded.describe(app.data_dir)
+    for text in warnings:  # stderr, whatever -q says: not progress
+        click.echo(f"warning: {text}", err=True)
     if as_json:
-        emit_json({**head, "embedded": server, "partitions": [p.as_json() for p in parts]})
+        emit_json({**head, "embedded": server, "partitions": [p.as_json() for p in parts],
+                   "warnings": warnings})
         return
     if server is not None:
         click.echo(_embedded_line(server))

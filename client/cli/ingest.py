@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import threading
+import signal
 from datetime import timedelta
 from pathlib import Path
 
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.failures import INTERRUPTED_EXIT
 from client.cli.options import COUNT, DURATION, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinCommand
 from db.limits import MAX_CHUNK
-from db.signals import stop_on_signals
+from db.signals import Stop, stop_on_signals
 from ingest.config import (
     DEFAULT_MAX_FILES,
     FORMATS,
@@ -118,7 +119,7 @@ def ingest_command(
         query_id=query_id, reconnect_timeout=reconnect_timeout, rollups=rollups,
     )
     prepared = preflight(config, app.dsn)
-    stop = threading.Event()
+    stop = Stop()
     with stop_on_signals(stop):
         totals = run(prepared, app.dsn, app.progress, stop,
                      on_batch=lambda _stream, result: so_far.add(result))
@@ -128,3 +129,5 @@ def ingest_command(
     )
     if as_json:
         emit_json(totals.as_json())
+    if stop.signum == signal.SIGINT:
+        click.get_current_context().exit(INTERRUPTED_EXIT)

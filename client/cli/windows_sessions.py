@@ -94,10 +94,12 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     """
     with app.connect() as conn:
         defs = sessions.definitions(conn)
-        stats = {s.name: s for s in sessions.all_stats(conn)}
+        found = sessions.all_stats(conn)
+        warnings = sessions.warnings(conn, found)
+    stats = {s.name: s for s in found}
     if as_json:
         emit_json({"sessions": [{**_def_json(d.definition), **_stats_json(stats[d.definition.name])}
-                                for d in defs]})
+                                for d in defs], "warnings": warnings})
         return
     if not defs:
         click.echo("no window definitions; add one: slidewin windows add session NAME --gap 30s")
@@ -106,6 +108,8 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
         click.echo(f"session {x.name}: gap {_s(x.gap)}, grace {_s(x.grace)}, retention "
                    f"{_s(x.retention)}; stream time {_hms(d.stream_ts)}")
         click.echo(f"  {sessions.stats_line(stats[x.name])}")
+        click.echo(f"  {_cost_line(stats[x.name])}")
+    _warn(warnings)
 
 
 @click.command("sessions", cls=SlidewinCommand)
@@ -144,15 +148,20 @@ def sessions_cmd(app: AppContext, name: str | None, key: str | None, from_: date
         raise ConfigError(f"--key must be 1 to 200 characters, got {len(key)}")
     if last is not None and (from_ is not None or to is not None):
         raise ConfigError("--last and --from/--to both given; use one of them")
+    if follow and to is not None:
+        raise ConfigError("--to does not go with --follow, which runs until stopped; give "
+                          "--from or --last for where it starts")
     with app.connect() as conn:
         state = sessions.definition(conn, name)
-        if follow:
-            _follow(conn, state.definition.name, key, emit, as_json)
-            return
         if last is not None:
             end = state.stream_ts or utc_now()
             from_, to = end - last, None
+        if follow:
+            _follow(conn, state.definition.name, key, emit, as_json, from_)
+            return
         found = sessions.sessions(conn, key, state.definition.name, from_, to, limit)
+        warnings = sessions.warnings(conn)
+    _warn(warnings)
     if as_json:
         emit_json({"name": state.definition.name, "key": key,
                    "stream_time": _iso(state.stream_ts), "close_time": _iso(state.close_time),
@@ -206,8 +215,9 @@ def session_json(s: sessions.Session) -> dict[str, Any]:
             "min": s.vmin, "max": s.vmax, "avg": float(s.avg), "final": s.final}
 
 
-def _follow(conn: Any, name: str, key: str | None, emit: str, as_json: bool) -> None:
-    follower = session_follow.SessionFollower(name, key, emit)
+def _follow(conn: Any, name: str, key: str | None, emit: str, as_json: bool,
+            start: datetime | None) -> None:
+    follower = session_follow.SessionFollower(name, key, emit, start=start)
     if not as_json:
         click.echo(f"following session window {name}{f' key {key}' if key else ''}, emit {emit} "
                    "(Ctrl-C stops)")
@@ -238,7 +248,22 @@ def _def_json(d: sessions.SessionDef) -> dict[str, Any]:
 def _stats_json(s: sessions.SessionStats) -> dict[str, Any]:
     longest = None if s.longest is None else s.longest.total_seconds()
     return {"stream_time": _iso(s.stream_ts), "open": s.open, "merges": s.merges,
-            "late": s.late, "longest_s": longest, "longest_key": s.longest_key}
+            "late": s.late, "longest_s": longest, "longest_key": s.longest_key,
+            "events": s.events, "sessions_created": s.created,
+            "events_per_session": s.events_per_session, "seconds_spent": s.apply_seconds}
+
+
+def _cost_line(s: sessions.SessionStats) -> str:
+    per = s.events_per_session
+    ratio = f" ({per:.2f} per session)" if per is not None else ""
+    return (f"kept {s.events:,} events in {s.created:,} sessions{ratio}, "
+            f"{s.apply_seconds:.1f} s spent")
+
+
+def _warn(warnings: list[str]) -> None:
+    """Warnings go to stderr, whatever -q says: they are not progress."""
+    for text in warnings:
+        click.echo(f"warning: {text}", err=True)
 
 
 def _s(d: timedelta) -> str:

@@ -14,7 +14,8 @@
 --      The stored session a group starts with is updated, or a new row inserted; the stored
 --      sessions it absorbed are deleted and kept as tombstones. Islands of keys with no stored
 --      session nearby are sessions as they are: only the others are grouped;
---   3. the definition's stream time, version, merges, counters and longest session.
+--   3. the definition's stream time, version, merges, events and sessions created, and longest
+--      session (the time spent is added by the callers, who also find the islands).
 --
 -- Why a final session never changes: it ends before stream time - gap - grace, and an event
 -- that could join it (at most the gap after it) would be older than stream time - grace, which
@@ -32,7 +33,6 @@ LANGUAGE plpgsql
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_started    timestamptz := clock_timestamp();
     v_def        slidewin.session_defs := slidewin.session_begin(p_def_id);
     v_cut        timestamptz := v_def.base_ts - v_def.grace;
     v_written    bigint;
@@ -134,8 +134,6 @@ BEGIN
                             ELSE greatest(d.stream_ts, v_newest) END,
            version = d.version + 1, merges = d.merges + v_merges,
            events = d.events + v_events, created = d.created + v_created,
-           apply_seconds = d.apply_seconds
-                           + extract(epoch FROM clock_timestamp() - v_started)::double precision,
            longest_key = CASE WHEN v_long_key IS NOT NULL AND (d.longest_end IS NULL
                                    OR v_long_end - v_long_start > d.longest_end - d.longest_start)
                               THEN v_long_key ELSE d.longest_key END,

@@ -12,3 +12,8 @@ CREATE TABLE IF NOT EXISTS slidewin.ingest_batches (
     committed_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (query_id, batch_id)
 );
+-- how long the batch's transaction ran before its commit, and how much of it went to session
+-- windows (slidewin.session_cost reads them to say when sessions cost more than the stream
+-- can afford); NULL for batches of stores made before they were kept
+ALTER TABLE slidewin.ingest_batches ADD COLUMN IF NOT EXISTS seconds double precision;
+ALTER TABLE slidewin.ingest_batches ADD COLUMN IF NOT EXISTS session_seconds double precision;

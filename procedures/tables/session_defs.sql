@@ -30,8 +30,9 @@ CREATE TABLE IF NOT EXISTS slidewin.session_defs (
     dropped_at timestamptz,
     CHECK (retention >= gap + grace)
 );
--- what keeping the sessions has cost so far (slidewin.sessions_apply): events merged, sessions
--- created, seconds spent -- a definition whose keys rarely recur makes about one session per event
+-- what keeping the sessions has cost so far: events merged and sessions created
+-- (slidewin.sessions_apply), seconds spent by its writers (the insert trigger, the ingest sink)
+-- -- a definition whose keys rarely recur makes about one session per event
 ALTER TABLE slidewin.session_defs ADD COLUMN IF NOT EXISTS events bigint NOT NULL DEFAULT 0;
 ALTER TABLE slidewin.session_defs ADD COLUMN IF NOT EXISTS created bigint NOT NULL DEFAULT 0;
 ALTER TABLE slidewin.session_defs

@@ -29,6 +29,7 @@ DECLARE
     v_total  numeric[];
     v_vmin   bigint[];
     v_vmax   bigint[];
+    v_began  timestamptz;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM slidewin.session_defs WHERE dropped_at IS NULL) THEN
         RETURN NULL;
@@ -39,6 +40,7 @@ BEGIN
                   WHERE dropped_at IS NULL AND NOT (id = ANY (coalesce(v_skip, '{}')))
                   ORDER BY id
     LOOP
+        v_began := clock_timestamp();
         v_def := slidewin.session_begin(v_def.id);
         CONTINUE WHEN v_def.id IS NULL;
         v_cut := v_def.base_ts - v_def.grace;
@@ -72,6 +74,10 @@ BEGIN
                 v_total[v_lo:v_lo + c_slice - 1], v_vmin[v_lo:v_lo + c_slice - 1],
                 v_vmax[v_lo:v_lo + c_slice - 1]);
         END LOOP;
+        UPDATE slidewin.session_defs  -- what keeping it cost, for slidewin.session_cost
+           SET apply_seconds = apply_seconds
+                               + extract(epoch FROM clock_timestamp() - v_began)::float8
+         WHERE id = v_def.id;
     END LOOP;
     RETURN NULL;
 END
