@@ -104,6 +104,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                       "WHERE name = %s", ("visits",), False),
     "session_changes": ("SELECT * FROM slidewin.session_changes(%s, %s)", ("visits", 0), False),
     "session_def": ("SELECT (slidewin.session_def(%s)).name", ("visits",), False),
+    "session_cost": ("SELECT * FROM slidewin.session_cost(%s)", (100,), False),
     "session_define": ("SELECT slidewin.session_define(%s, %s) > 0",
                        lambda i: (f"extra{i}", 10 * S), True),
     "session_is_final": ("SELECT slidewin.session_is_final(%s, d) FROM slidewin.session_defs d "
