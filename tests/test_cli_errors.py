@@ -83,10 +83,12 @@ PER_COMMAND_TIMEOUT_S = 60
 
 def _leaves(group: click.Group, path: tuple[str, ...] = ()) -> dict[str, click.Command]:
     found: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the root imports its commands on first use
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             found |= _leaves(command, (*path, name))
-        else:
+        elif command is not None:
             found[" ".join((*path, name))] = command
     return found
 

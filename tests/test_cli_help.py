@@ -15,8 +15,11 @@ from client.cli import cli
 
 
 def _walk(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path; through list_commands/get_command, as the root loads them lazily."""
     found = [path]
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             found += _walk(command, (*path, name))
         else:

@@ -1,26 +1,12 @@
-"""The ``slidewin`` command line: the root group, and one module per command group, registered
-here in one list (``root`` holds the group and its error display, ``options`` the shared options).
+"""The ``slidewin`` command line: the root group, and one module per command group.
+
+``root`` holds the group, its error display and the table of commands (imported on first use,
+so ``slidewin --help`` stays fast); ``options`` holds the shared options.
 """
 
 from __future__ import annotations
 
-from client.cli import bench, client, db, demo, ingest, jobs, query, windows, windows_sessions
 from client.cli.root import SlidewinGroup, cli
-
-COMMANDS = (
-    db.db,
-    ingest.ingest_command,
-    jobs.jobs,
-    query.query,
-    windows.windows_group,
-    client.client_command,
-    demo.demo_command,
-    bench.bench,
-)
-for _command in COMMANDS:
-    cli.add_command(_command)
-for _command in windows_sessions.COMMANDS:  # session windows live in the windows group
-    windows.windows_group.add_command(_command)
 
 
 def main() -> None:

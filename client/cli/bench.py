@@ -1,21 +1,29 @@
-"""``slidewin bench``: the benchmarks; each ``client/cli/bench_*.py`` holds one subcommand."""
+"""``slidewin bench``: the benchmarks; each ``client/cli/bench_*.py`` holds one subcommand,
+imported when it runs (``slidewin bench --help`` loads none of them)."""
 
 from __future__ import annotations
 
 import click
 
-from client.cli import (
-    bench_client,
-    bench_ingest,
-    bench_queries,
-    bench_retention,
-    bench_sessions,
-    bench_windows,
-)
-from client.cli.root import SlidewinGroup
+from client.cli.root import LazyGroup
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "client": ("client.cli.bench_client:bench_client",
+               "The simulator's event rate and its watchers' cost to the ingest."),
+    "ingest": ("client.cli.bench_ingest:bench_ingest",
+               "COPY limit, end-to-end ingest, freshness and driver memory."),
+    "queries": ("client.cli.bench_queries:bench_queries",
+                "Window queries, max, nibbles and COPY against raw scans."),
+    "retention": ("client.cli.bench_retention:bench_retention",
+                  "Retention under a steady insert load: lag, delete time, bloat."),
+    "sessions": ("client.cli.bench_sessions:bench_sessions",
+                 "The ingest with and without a session window; key lookups."),
+    "windows": ("client.cli.bench_windows:bench_windows",
+                "Every window kind against scanning the raw rows."),
+}
 
 
-@click.group(cls=SlidewinGroup)
+@click.group(cls=LazyGroup, lazy_commands=COMMANDS)
 def bench() -> None:
     """Measure slidewin on this machine (benchmarks, not tests: they report, never assert).
 
@@ -29,14 +37,3 @@ def bench() -> None:
       slidewin bench windows --json
       slidewin bench sessions --json
     """
-
-
-for _command in (
-    bench_client.bench_client,
-    bench_ingest.bench_ingest,
-    bench_queries.bench_queries,
-    bench_retention.bench_retention,
-    bench_sessions.bench_sessions,
-    bench_windows.bench_windows,
-):
-    bench.add_command(_command)

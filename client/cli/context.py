@@ -1,4 +1,8 @@
-"""What every command shares: the resolved store, output mode, and error display."""
+"""What every command shares: the resolved store, output mode, and error display.
+
+Imported by the root group, so it imports nothing heavy at module level: psycopg and the
+database layer load on first use (``slidewin --help`` and ``--version`` never connect).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,14 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import psycopg
 
-from db.config import configured_dsn, data_dir
-from db.connect import connect, resolve_dsn
+if TYPE_CHECKING:
+    import psycopg
 
 
 @dataclass
@@ -32,11 +36,15 @@ class AppContext:
 
     @property
     def data_dir(self) -> Path:
+        from db.config import data_dir
+
         return data_dir(self.data_dir_option)
 
     @property
     def dsn(self) -> str:
         if self._dsn is None:
+            from db.connect import resolve_dsn
+
             self._dsn = resolve_dsn(self.dsn_option, self.data_dir_option)
         return self._dsn
 
@@ -45,12 +53,16 @@ class AppContext:
         """The DSN if it is known without starting anything (for error messages)."""
         if self._dsn is not None:
             return self._dsn
+        from db.config import configured_dsn
+
         try:
             return configured_dsn(self.dsn_option)
         except Exception:
             return self.dsn_option
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
+        from db.connect import connect
+
         return connect(self.dsn, autocommit=autocommit)
 
     def check_database(self) -> None:
@@ -71,3 +83,10 @@ def emit_json(obj: Any) -> None:
     """One JSON object on one line of stdout (the last line, for --json commands)."""
     sys.stdout.write(json.dumps(obj, default=str, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+def number(value: Decimal | None) -> int | float | None:
+    """A numeric sum as JSON and the tables show it: whole numbers without a fraction."""
+    if value is None:
+        return None
+    return int(value) if value == value.to_integral_value() else float(value)

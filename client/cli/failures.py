@@ -24,8 +24,6 @@ from db.connect import unavailable
 from db.errors import SlidewinError, fix_for_sqlstate
 from ingest.errors import first_line
 
-INTERRUPTED_EXIT = 130  # 128 + SIGINT, what shells report for Ctrl-C
-
 
 def describe(exc: BaseException, dsn: str | None) -> tuple[str, int]:
     """The one-line message (without ``error: ``) and the exit code for ``exc``."""

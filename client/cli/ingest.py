@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.failures import INTERRUPTED_EXIT
+from client.cli.interrupts import INTERRUPTED_EXIT
 from client.cli.options import COUNT, DURATION, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinCommand
 from db.limits import MAX_CHUNK

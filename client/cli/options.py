@@ -1,9 +1,10 @@
-"""What several commands share: duration and row-count types (see db.units) and ``--json``."""
+"""What several commands share: duration, row-count and time types (see db.units) and
+``--json``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
@@ -49,6 +50,22 @@ class CountType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class TimeType(click.ParamType):
+    """An ISO-8601 time; without a zone it is UTC (as the ingest reads ``ts``)."""
+
+    name = "time"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, datetime):
+            return value
+        try:
+            parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO-8601 time; use e.g. 2026-01-01T12:00:00Z",
+                      param, ctx)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 def _label(param: click.Parameter | None, fallback: str) -> str:
     """The option as the user typed it (its longest spelling), e.g. ``--yield``."""
     if param is None or not param.opts:
@@ -56,6 +73,7 @@ def _label(param: click.Parameter | None, fallback: str) -> str:
     return max(param.opts, key=len)
 
 
+TIME = TimeType()
 DURATION = DurationType()
 DURATION_MS = DurationType(default_unit="ms")
 COUNT = CountType()

@@ -4,18 +4,23 @@ Every failure ends in one ``error: ...`` line naming the cause and the fix, and 
 code (``client.cli.failures`` words it); a command given ``--json`` still ends stdout with one JSON
 object, ``{"error": ..., "exit_code": ...}`` plus the totals it has so far. Ctrl-C exits 130
 quietly. ``--debug`` shows the traceback instead.
+
+The root group imports its commands on first use (``LazyGroup``): ``slidewin --help`` and
+``--version`` load click and this package only, not pandas, Spark or the database driver.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from client.cli.context import AppContext, emit_json
-from client.cli.failures import INTERRUPTED_EXIT, describe
+from client.cli.interrupts import INTERRUPTED_EXIT
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 CLICK_EXITS = (click.ClickException, click.exceptions.Exit, click.Abort)
@@ -53,12 +58,59 @@ class SlidewinGroup(click.Group):
             _fail(ctx, exc)
 
 
+class LazyGroup(SlidewinGroup):
+    """A group whose commands are imported when first used, listed meanwhile from a table of
+    ``name -> ("module:attribute", short help)``.
+
+    The short help shown by ``--help`` comes from the table, loaded or not, so the listing never
+    depends on what happened to be imported; a loaded command takes it as its ``short_help``.
+    """
+
+    def __init__(
+        self, *args: Any, lazy_commands: Mapping[str, tuple[str, str]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            self.add_command(self._load(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def _load(self, name: str) -> click.Command:
+        target, short_help = self.lazy_commands[name]
+        module_name, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is a {type(command).__name__}, not a click command")
+        command.short_help = short_help
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, self._short_help(ctx, name)) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def _short_help(self, ctx: click.Context, name: str) -> str:
+        if name in self.lazy_commands:
+            return self.lazy_commands[name][1]
+        command = self.get_command(ctx, name)
+        return command.get_short_help_str() if command is not None else ""
+
+
 def _debug(ctx: click.Context) -> bool:
     app = ctx.find_object(AppContext)
     return app is not None and app.debug
 
 
 def _fail(ctx: click.Context, exc: Exception) -> None:
+    from client.cli.failures import describe  # psycopg and the database layer: on failure only
+
     app = ctx.find_object(AppContext) or AppContext()
     message, code = describe(exc, app.known_dsn)
     if app.as_json:
@@ -75,7 +127,25 @@ def _totals(app: AppContext) -> dict[str, Any]:
         return {}
 
 
-@click.group(cls=SlidewinGroup, context_settings=CONTEXT_SETTINGS)
+# The root's commands: imported on first use, listed by --help from here (keep each short help
+# to one line; tests/test_cli_promises.py checks every entry loads the command it names).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("client.cli.bench:bench", "Measure slidewin on this machine (benchmarks)."),
+    "client": ("client.cli.client:client_command",
+               "Write random events and report on the window (VoltDB's client)."),
+    "db": ("client.cli.db:db", "Create, inspect and serve the store."),
+    "demo": ("client.cli.demo:demo_command",
+             "Run everything at once (store, ingest, retention, client)."),
+    "ingest": ("client.cli.ingest:ingest_command",
+               "Stream landing files into the store, exactly once (Spark)."),
+    "jobs": ("client.cli.jobs:jobs", "Scheduled retention, view refresh and stats."),
+    "query": ("client.cli.query:query", "Ask windowed questions (max, avg) of the rollups."),
+    "windows": ("client.cli.windows:windows_group",
+                "Tumbling, hopping, sliding, count and session windows."),
+}
+
+
+@click.group(cls=LazyGroup, lazy_commands=COMMANDS, context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--dsn",
     envvar="SLIDEWIN_DSN",

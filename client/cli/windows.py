@@ -7,38 +7,19 @@ import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 import click
 import psycopg
 
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, json_option
+from client.cli import windows_sessions
+from client.cli.context import AppContext, emit_json, number, pass_app
+from client.cli.options import COUNT, DURATION, TIME, json_option
 from client.cli.root import SlidewinGroup
 from db import key_windows, window_follow, windows
 from db.clock import Clock, utc_now
 from db.errors import ConfigError, ProcedureError
 from db.signals import stop_on_signals
-
-
-class TimeType(click.ParamType):
-    """An ISO-8601 time; without a zone it is UTC (as the ingest reads ``ts``)."""
-
-    name = "time"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
-        if isinstance(value, datetime):
-            return value
-        try:
-            parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-        except ValueError:
-            self.fail(f"{value!r} is not an ISO-8601 time; use e.g. 2026-01-01T12:00:00Z",
-                      param, ctx)
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-TIME = TimeType()
 
 
 def _relative_to(value: str) -> str:
@@ -144,15 +125,9 @@ def _named(exc: ProcedureError) -> ProcedureError:
     return ProcedureError(_PARAM.sub(lambda m: f"--{m.group(0)}", str(exc)))
 
 
-def _number(value: Decimal | None) -> int | float | None:
-    if value is None:
-        return None
-    return int(value) if value == value.to_integral_value() else float(value)
-
-
 def window_json(w: windows.Window) -> dict[str, Any]:
     return {"start": w.start.isoformat(), "end": w.end.isoformat(), "n": w.n,
-            "sum": _number(w.total), "min": w.vmin, "max": w.vmax, "avg": w.avg,
+            "sum": number(w.total), "min": w.vmin, "max": w.vmax, "avg": w.avg,
             "final": w.final, "partial": w.partial}
 
 
@@ -163,7 +138,7 @@ def _hms(t: datetime) -> str:
 def window_line(w: windows.Window) -> str:
     avg = f"{w.avg:.3f}" if w.avg is not None else "-"
     marks = ("final" if w.final else "open") + (" partial" if w.partial else "")
-    return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {_number(w.total)!s:>14}  "
+    return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {number(w.total)!s:>14}  "
             f"{w.vmin!s:>8}  {w.vmax!s:>8}  {avg:>12}  {marks}")
 
 
@@ -362,14 +337,14 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
         emit_json({"kind": "rows", "size": size, "advance": advance or size,
                    "rows": rows_ or size, "windows": [
                        {"number": w.number, "start": w.start.isoformat(),
-                        "end": w.end.isoformat(), "n": w.n, "sum": _number(w.total),
+                        "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
                         "min": w.vmin, "max": w.vmax, "avg": w.avg} for w in found]})
         return
     click.echo(f"count windows of {size} events every {advance or size} over the newest "
                f"{rows_ or size}: {len(found)} windows")
     for w in found:
         click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
-                   f"{_number(w.total)!s:>14}  {w.vmin:>8}  {w.vmax:>8}  {w.avg:>12.3f}")
+                   f"{number(w.total)!s:>14}  {w.vmin:>8}  {w.vmax:>8}  {w.avg:>12.3f}")
 
 
 @windows_group.command("current")
@@ -445,3 +420,7 @@ def key_index_cmd(app: AppContext, action: str, as_json: bool) -> None:
         emit_json({"key_index": on})
     else:
         click.echo(f"key index {'on' if on else 'off'}")
+
+
+for _command in windows_sessions.COMMANDS:  # session windows live in the windows group
+    windows_group.add_command(_command)

@@ -9,10 +9,9 @@ from typing import Any
 
 import click
 
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, json_option
+from client.cli.context import AppContext, emit_json, number, pass_app
+from client.cli.options import COUNT, DURATION, TIME, json_option
 from client.cli.root import SlidewinCommand, SlidewinGroup
-from client.cli.windows import TIME, _number
 from db import session_follow, sessions
 from db.clock import utc_now
 from db.errors import ConfigError
@@ -205,13 +204,13 @@ HEADER = (f"{'key':36}  {'start':26}  {'end':26}  {'length_s':>9}  {'n':>7}  {'s
 def session_line(s: sessions.Session, mark: str = "") -> str:
     tail = mark or ("final" if s.final else "open")
     return (f"{s.key:36}  {_us(s.start):26}  {_us(s.end):26}  {s.length.total_seconds():>9.3f}  "
-            f"{s.n:>7}  {_number(s.total)!s:>12}  {s.vmin:>8}  {s.vmax:>8}  "
+            f"{s.n:>7}  {number(s.total)!s:>12}  {s.vmin:>8}  {s.vmax:>8}  "
             f"{float(s.avg):>12.3f}  {tail}")
 
 
 def session_json(s: sessions.Session) -> dict[str, Any]:
     return {"key": s.key, "start": s.start.isoformat(), "end": s.end.isoformat(),
-            "length_s": s.length.total_seconds(), "n": s.n, "sum": _number(s.total),
+            "length_s": s.length.total_seconds(), "n": s.n, "sum": number(s.total),
             "min": s.vmin, "max": s.vmax, "avg": float(s.avg), "final": s.final}
 
 
