@@ -1,5 +1,8 @@
 """What the README promises of every command, checked from the outside.
 
+- A usage error (bad value, unknown option, missing option or argument, unknown command) is ONE
+  line on stderr, ``error: ...`` naming the option and pointing at ``-h``, exit code 2 -- for
+  every command and group, found by walking the click tree.
 - ``slidewin --help``/``--version`` import nothing heavy (pandas, pyarrow, Spark, SQLAlchemy,
   APScheduler, psycopg, the ingest sink): the root group loads its commands on first use.
 
@@ -8,6 +11,8 @@ Everything runs against a real PostgreSQL (the session's test server).
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +21,7 @@ from collections.abc import Iterator
 
 import click
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from client.cli import cli
 from client.processes import slidewin_argv
@@ -38,6 +43,96 @@ def _walk(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[tupl
 
 
 TREE = dict(_walk(cli))
+
+
+# -- usage errors: one line, exit 2 ------------------------------------------------------------
+
+LEAVES_WITH_REQUIRED = [path for path, command in TREE.items()
+                        if not isinstance(command, click.Group)
+                        and any(p.required for p in command.params)]
+
+
+def _path_id(path: tuple[str, ...]) -> str:
+    return " ".join(path) or "slidewin"
+
+
+def _invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), prog_name="slidewin",
+                              env={"SLIDEWIN_DSN": DOWN_DSN})
+
+
+def _assert_usage_line(result: Result, path: tuple[str, ...], *named: str) -> str:
+    """Exit 2, nothing on stdout, exactly one ``error:`` line naming ``named`` and the help."""
+    context = f"exit {result.exit_code}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.exit_code == 2, context
+    assert result.stdout == "", context
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, context
+    line = lines[0]
+    assert line.startswith("error: "), context
+    assert line.endswith(f"see `{' '.join(('slidewin', *path))} -h`"), context
+    for name in named:
+        assert name in line, context
+    return line
+
+
+@pytest.mark.parametrize("path", list(TREE), ids=_path_id)
+def test_an_unknown_option_is_one_line_everywhere(path):
+    result = _invoke(*path, "--no-such-option")
+    line = _assert_usage_line(result, path, "--no-such-option")
+    assert line.startswith("error: no such option --no-such-option")
+
+
+@pytest.mark.parametrize("path", LEAVES_WITH_REQUIRED, ids=_path_id)
+def test_a_missing_option_or_argument_is_one_line(path):
+    required = [max(p.opts, key=len) if isinstance(p, click.Option) else p.human_readable_name
+                for p in TREE[path].params if p.required]
+    line = _assert_usage_line(_invoke(*path), path)
+    assert line.startswith("error: missing "), line
+    assert any(name in line for name in required), (required, line)
+
+
+BAD_VALUES = [
+    (("windows", "tumbling"), ["--size", "0x"], "--size"),
+    (("windows", "tumbling"), ["--size", "10s", "--relative-to", "yesterday"], "--relative-to"),
+    (("windows", "current"), ["--size"], "--size"),  # an option without its value
+    (("windows", "sessions"), ["--from", "noon"], "--from"),
+    (("client",), ["--format", "xml"], "--format"),
+    (("client",), ["--deletechunksize", "0"], "--deletechunksize"),
+    (("demo",), ["--ratelimit", "lots"], "--ratelimit"),
+    (("query", "avg"), ["--seconds", "x"], "--seconds"),
+    (("jobs", "add", "retention"), ["--history", "soon"], "--history"),
+    (("db", "init"), ["extra"], "extra"),
+    (("bench", "sessions"), ["--keys", "10", "--events", "5"], "--keys"),  # raised by the command
+]
+
+
+@pytest.mark.parametrize(("path", "args", "named"), BAD_VALUES, ids=lambda x: " ".join(x)
+                         if isinstance(x, tuple | list) else x)
+def test_a_bad_value_is_one_line_naming_the_option(path, args, named):
+    _assert_usage_line(_invoke(*path, *args), path, named)
+
+
+def test_an_unknown_command_is_one_line():
+    line = _assert_usage_line(_invoke("windows", "tumble"), ("windows",), "tumble")
+    assert line.startswith("error: no such command")
+
+
+def test_a_usage_error_of_a_json_command_still_ends_stdout_with_json():
+    result = _invoke("windows", "tumbling", "--json", "--size", "0x")
+    assert result.exit_code == 2
+    assert json.loads(result.stdout) == {
+        "error": result.stderr.strip().removeprefix("error: "), "exit_code": 2}
+
+
+def test_the_real_entry_point_prints_one_line_too():
+    done = subprocess.run(slidewin_argv("windows", "tumbling", "--size", "0x"),
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "SLIDEWIN_DSN": DOWN_DSN})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "error: --size '0x' is not a duration; use a number with a unit, e.g. 500ms, 30s, 5m, "
+        "1h; see `slidewin windows tumbling -h`"]
 
 
 # -- --help and --version import nothing heavy -------------------------------------------------

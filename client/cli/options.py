@@ -1,5 +1,5 @@
 """What several commands share: duration, row-count and time types (see db.units) and
-``--json``."""
+``--json``. A bad value fails in click's parser, so the one-line usage error names the option."""
 
 from __future__ import annotations
 
@@ -66,6 +66,23 @@ class TimeType(click.ParamType):
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+class RelativeToType(click.ParamType):
+    """``--relative-to``: ``now``, ``stream`` or an ISO-8601 time, kept as the text given (the
+    command resolves it against the store)."""
+
+    name = "now|stream|time"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        text = str(value)
+        if text not in ("now", "stream"):
+            try:
+                TIME.convert(text, param, ctx)
+            except click.BadParameter:
+                self.fail(f"{text!r} is neither now, stream nor an ISO-8601 time; use e.g. "
+                          "stream or 2026-01-01T12:00:00Z", param, ctx)
+        return text
+
+
 def _label(param: click.Parameter | None, fallback: str) -> str:
     """The option as the user typed it (its longest spelling), e.g. ``--yield``."""
     if param is None or not param.opts:
@@ -74,6 +91,7 @@ def _label(param: click.Parameter | None, fallback: str) -> str:
 
 
 TIME = TimeType()
+RELATIVE_TO = RelativeToType()
 DURATION = DurationType()
 DURATION_MS = DurationType(default_unit="ms")
 COUNT = CountType()

@@ -3,7 +3,8 @@
 Every failure ends in one ``error: ...`` line naming the cause and the fix, and a non-zero exit
 code (``client.cli.failures`` words it); a command given ``--json`` still ends stdout with one JSON
 object, ``{"error": ..., "exit_code": ...}`` plus the totals it has so far. Ctrl-C exits 130
-quietly. ``--debug`` shows the traceback instead.
+quietly. ``--debug`` shows the traceback instead. Usage errors -- a bad value, an unknown
+option, a missing argument -- are one such line too (``client.cli.usage``), exit code 2.
 
 The root group imports its commands on first use (``LazyGroup``): ``slidewin --help`` and
 ``--version`` load click and this package only, not pandas, Spark or the database driver.
@@ -21,13 +22,25 @@ import click
 
 from client.cli.context import AppContext, emit_json
 from client.cli.interrupts import INTERRUPTED_EXIT
+from client.cli.usage import ARGS_KEY, command_path, one_line
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 CLICK_EXITS = (click.ClickException, click.exceptions.Exit, click.Abort)
 
 
 class SlidewinCommand(click.Command):
-    """A command that tells the error display whether it was asked for --json."""
+    """A command that tells the error display whether it was asked for --json, and whose
+    usage errors are one line."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        given = list(args)  # click's parser consumes the list it is handed
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise one_line(exc, given, self, command_path(info_name, parent)) from exc
 
     def invoke(self, ctx: click.Context) -> Any:
         app = ctx.find_object(AppContext)
@@ -43,11 +56,26 @@ class SlidewinGroup(click.Group):
     command_class = SlidewinCommand
     group_class = type  # subgroups are of this class too
 
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        given = list(args)  # click's parser consumes the list it is handed
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # the group's own options (``slidewin --bogus``)
+            raise one_line(exc, given, self, command_path(info_name, parent)) from exc
+        if parent is None:  # every context shares the root's meta: the usage errors' --json
+            ctx.meta[ARGS_KEY] = given
+        return ctx
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a subcommand's parser or a BadParameter raised later
+            raise one_line(exc, ctx.meta.get(ARGS_KEY, ())) from exc
         except CLICK_EXITS:
-            raise  # usage errors, --help, ctx.exit: click prints and exits as usual
+            raise  # --help, ctx.exit, other click errors: click prints and exits as usual
         except KeyboardInterrupt:
             if _debug(ctx):
                 raise

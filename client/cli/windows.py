@@ -14,19 +14,12 @@ import psycopg
 
 from client.cli import windows_sessions
 from client.cli.context import AppContext, emit_json, number, pass_app
-from client.cli.options import COUNT, DURATION, TIME, json_option
+from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from client.cli.root import SlidewinGroup
 from db import key_windows, window_follow, windows
 from db.clock import Clock, utc_now
 from db.errors import ConfigError, ProcedureError
 from db.signals import stop_on_signals
-
-
-def _relative_to(value: str) -> str:
-    if value in ("now", "stream"):
-        return value
-    TIME.convert(value, None, None)  # fails with the fix when it is not a time either
-    return value
 
 
 def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -47,7 +40,7 @@ def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--from", "from_", type=TIME, default=None,
                      help="The range's start (ISO-8601; UTC when no zone). Needs --to."),
         click.option("--to", type=TIME, default=None, help="The range's end (exclusive)."),
-        click.option("--relative-to", default="now", show_default=True,
+        click.option("--relative-to", type=RELATIVE_TO, default="now", show_default=True,
                      help="Where --last ends: now (wall clock), stream (newest event time) or "
                           "an ISO-8601 time (Faust's relative_to_now/_stream/_field)."),
         click.option("--follow", is_flag=True,
@@ -246,8 +239,6 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any)
       slidewin windows tumbling --size 1m --from 2026-01-01T12:00 --to 2026-01-01T13:00 --json
       slidewin windows tumbling --size 10s --last 1h --key key-000042
     """
-    _relative_to(opts["relative_to"])
-
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         if key is not None:
             return key_windows.tumbling(c, key, size, s, e)
@@ -274,8 +265,6 @@ def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str |
       slidewin windows hopping --size 1m --advance 10s --follow --emit final
       slidewin windows hopping --size 1m --advance 10s --last 1h --key key-000042
     """
-    _relative_to(opts["relative_to"])
-
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         if key is not None:
             return key_windows.hopping(c, key, size, advance, s, e)
@@ -299,8 +288,6 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any) 
       slidewin windows sliding --size 30s --last 10m
       slidewin windows sliding --size 30s --last 10m --key key-000042
     """
-    _relative_to(opts["relative_to"])
-
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         if key is not None:
             return key_windows.sliding(c, key, size, s, e)
@@ -355,7 +342,7 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
               help="Faust's delta(d): the window holding the reference time minus this.")
 @click.option("--all", "all_", is_flag=True,
               help="Every window holding the time (hopping windows overlap), oldest first.")
-@click.option("--relative-to", default="now", show_default=True,
+@click.option("--relative-to", type=RELATIVE_TO, default="now", show_default=True,
               help="The reference time: now, stream (newest event time) or an ISO-8601 time.")
 @key_option
 @json_option("One JSON object on stdout.")
@@ -372,7 +359,6 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
       slidewin windows current --size 10s --delta 1m --json
       slidewin windows current --size 10s --key key-000042 --relative-to stream
     """
-    _relative_to(relative_to)
     step = advance or size
     with app.connect() as conn:
         ref = reference_time(conn, relative_to, utc_now)
