@@ -5,6 +5,7 @@
   every command and group, found by walking the click tree.
 - ``slidewin --help``/``--version`` import nothing heavy (pandas, pyarrow, Spark, SQLAlchemy,
   APScheduler, psycopg, the ingest sink): the root group loads its commands on first use.
+- ``windows current --delta`` prints the window, and says "no data" for an empty one.
 
 Everything runs against a real PostgreSQL (the session's test server).
 """
@@ -25,6 +26,8 @@ from click.testing import CliRunner, Result
 
 from client.cli import cli
 from client.processes import slidewin_argv
+from tests import store_fixtures
+from tests.store_fixtures import at, keys_in, put
 
 DOWN_DSN = "postgresql://nobody@127.0.0.1:1/none"  # nothing here may reach a database
 
@@ -177,3 +180,56 @@ def test_help_lists_every_command_with_its_short_help():
         for name, (_target, short_help) in table.items():
             assert re.search(rf"^  {re.escape(name)} +{re.escape(short_help)}$", shown, re.M), (
                 name, shown)
+
+
+# -- windows current --delta: the window, or "no data" -----------------------------------------
+
+small_store_dsn = store_fixtures.small_store_dsn
+sconn = store_fixtures.sconn
+
+KEYS = keys_in(0, 2, "d") + keys_in(1, 2, "d")
+EVENTS = [(KEYS[0], 1, at(0)), (KEYS[1], 2, at(10)), (KEYS[2], 3, at(12))]
+AT = at(15).isoformat()  # the reference time: windows of 10 s hold 12:00:10-12:00:20
+
+
+@pytest.fixture
+def timeline(sconn, small_store_dsn):
+    put(sconn, EVENTS)
+    return small_store_dsn
+
+
+def _current(dsn: str, *args: str) -> Result:
+    result = CliRunner().invoke(cli, ["--dsn", dsn, "windows", "current", "--size", "10s",
+                                      "--relative-to", AT, *args])
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.stdout, result.stdout
+    return result
+
+
+@pytest.mark.parametrize("key", [None, KEYS[0]], ids=["all keys", "one key"])
+def test_delta_into_an_empty_window_says_no_data(timeline, key):
+    keyed = ["--key", key] if key else []
+    text = _current(timeline, "--delta", "1m", *keyed).stdout.splitlines()
+    assert text[0].startswith("windows of 10s every 10s holding 2026-01-01T11:59:15+00:00")
+    assert "(" + AT + " minus 60s)" in text[0]
+    assert text[2].split()[:5] == ["2026-01-01", "11:59:10", "2026-01-01", "11:59:20", "0"]
+    assert text[2].split()[5:9] == ["-", "-", "-", "-"]
+    assert text[-1].startswith("no data: no events")
+    doc = json.loads(_current(timeline, "--delta", "1m", "--json", *keyed).stdout)
+    assert doc["delta_s"] == 60 and doc["at"] == "2026-01-01T11:59:15+00:00"
+    assert [(w["start"][11:19], w["n"], w["sum"]) for w in doc["windows"]] == [
+        ("11:59:10", 0, None)]
+
+
+@pytest.mark.parametrize(("key", "n", "total"), [(None, 2, 5), (KEYS[1], 1, 2)],
+                         ids=["all keys", "one key"])
+def test_delta_prints_the_window_it_lands_in(timeline, key, n, total):
+    keyed = ["--key", key] if key else []
+    text = _current(timeline, "--delta", "5s", *keyed).stdout.splitlines()
+    assert "(" + AT + " minus 5s)" in text[0]  # 12:00:15 minus 5 s: [12:00:10, 12:00:20)
+    cells = text[2].split()
+    assert (cells[1], cells[3], int(cells[4]), int(cells[5])) == ("12:00:10", "12:00:20", n, total)
+    assert not any(line.startswith("no data") for line in text), text
+    doc = json.loads(_current(timeline, "--delta", "5s", "--json", *keyed).stdout)
+    assert [(w["start"][11:19], w["n"], w["sum"]) for w in doc["windows"]] == [
+        ("12:00:10", n, total)]

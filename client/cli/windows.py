@@ -128,11 +128,16 @@ def _hms(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _cell(value: object) -> str:
+    """A table cell: an empty window has no sum, min, max or average -- "-", never "None"."""
+    return "-" if value is None else str(value)
+
+
 def window_line(w: windows.Window) -> str:
     avg = f"{w.avg:.3f}" if w.avg is not None else "-"
     marks = ("final" if w.final else "open") + (" partial" if w.partial else "")
-    return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {number(w.total)!s:>14}  "
-            f"{w.vmin!s:>8}  {w.vmax!s:>8}  {avg:>12}  {marks}")
+    return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {_cell(number(w.total)):>14}  "
+            f"{_cell(w.vmin):>8}  {_cell(w.vmax):>8}  {avg:>12}  {marks}")
 
 
 HEADER = (f"{'window_start':19}  {'window_end':19}  {'n':>9}  {'sum':>14}  {'min':>8}  "
@@ -375,14 +380,29 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
     if as_json:
         emit_json({"kind": "current", "size_s": size.total_seconds(),
                    "advance_s": step.total_seconds(), "at": at.isoformat(),
-                   **_keyed({}, key),
+                   "delta_s": (delta or timedelta(0)).total_seconds(), **_keyed({}, key),
                    **_status_json(state), "windows": [window_json(w) for w in picked]})
         return
-    click.echo(f"windows of {size.total_seconds():g}s every {step.total_seconds():g}s holding "
-               f"{at.astimezone(UTC).isoformat()}{f' for key {key}' if key is not None else ''}")
-    click.echo(HEADER)
-    for w in picked:
-        click.echo(window_line(w))
+    for line in _current_lines(size, step, at, relative_to, delta, key, picked):
+        click.echo(line)
+
+
+def _current_lines(size: timedelta, step: timedelta, at: datetime, relative_to: str,
+                   delta: timedelta | None, key: str | None,
+                   picked: list[windows.Window]) -> list[str]:
+    """``windows current`` as text: what was asked, the windows, and "no data" said in words
+    when they hold no events (an empty window has no sum, min, max or average)."""
+    before = f" ({relative_to} minus {delta.total_seconds():g}s)" if delta else ""
+    whose = f" for key {key}" if key is not None else ""
+    lines = [f"windows of {size.total_seconds():g}s every {step.total_seconds():g}s holding "
+             f"{at.astimezone(UTC).isoformat()}{before}{whose}"]
+    if not picked:
+        return [*lines, "no window holds that time"]
+    lines += [HEADER, *(window_line(w) for w in picked)]
+    if all(w.n == 0 for w in picked):
+        which = "these windows" if len(picked) > 1 else "this window"
+        lines.append(f"no data: no events{whose} in {which}")
+    return lines
 
 
 @windows_group.command("key-index")
