@@ -5,6 +5,8 @@
   every command and group, found by walking the click tree.
 - ``slidewin --help``/``--version`` import nothing heavy (pandas, pyarrow, Spark, SQLAlchemy,
   APScheduler, psycopg, the ingest sink): the root group loads its commands on first use.
+- ``--json`` means stdout holds the JSON object alone: the client's reports and summary text go
+  to stderr (nowhere with -q), and so do the benchmarks' tables.
 - ``windows current --delta`` prints the window, and says "no data" for an empty one.
 
 Everything runs against a real PostgreSQL (the session's test server).
@@ -17,8 +19,10 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 import pytest
@@ -28,6 +32,7 @@ from client.cli import cli
 from client.processes import slidewin_argv
 from tests import store_fixtures
 from tests.store_fixtures import at, keys_in, put
+from tests.test_client_session import loader
 
 DOWN_DSN = "postgresql://nobody@127.0.0.1:1/none"  # nothing here may reach a database
 
@@ -180,6 +185,65 @@ def test_help_lists_every_command_with_its_short_help():
         for name, (_target, short_help) in table.items():
             assert re.search(rf"^  {re.escape(name)} +{re.escape(short_help)}$", shown, re.M), (
                 name, shown)
+
+
+# -- --json: stdout is the JSON object alone ---------------------------------------------------
+
+@pytest.fixture
+def client_store(make_store, tmp_path) -> Iterator[tuple[str, Path]]:
+    """A 4-partition store with a stand-in ingest loading the client's CSV files (no Spark)."""
+    dsn = make_store(4)
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    stop = threading.Event()
+    thread = threading.Thread(target=loader, args=(dsn, landing, stop), daemon=True)
+    thread.start()
+    yield dsn, landing
+    stop.set()
+    thread.join(timeout=30)
+
+
+def _client_argv(landing: Path, duration: str, *extra: str, root: tuple[str, ...] = ()):
+    return slidewin_argv(
+        *root, "client", "--duration", duration, "--warmup", "1", "--displayinterval", "1",
+        "--ratelimit", "500", "--historyseconds", "30", "--seed", "3", "--landing", str(landing),
+        *extra)
+
+
+@pytest.mark.parametrize(("root", "extra"), [((), ()), (("-q",), ()), ((), ("--view", "live"))],
+                         ids=["plain", "quiet", "live"])
+def test_client_json_prints_only_the_json_object(client_store, root, extra):
+    dsn, landing = client_store
+    done = subprocess.run(_client_argv(landing, "3", "--json", *extra, root=root),
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "SLIDEWIN_DSN": dsn})
+    context = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, context
+    summary = json.loads(done.stdout)  # the whole of stdout: one JSON object, nothing else
+    assert isinstance(summary, dict) and summary["written"] > 0, context
+    assert done.stdout.count("\n") == 1, context
+    if root == ("-q",):
+        assert "Report:" not in done.stderr and "Final summary" not in done.stderr, context
+    else:
+        assert "Report:" in done.stderr and "Final summary" in done.stderr, context
+
+
+BENCHES = [
+    ["bench", "windows", "--events", "20k", "--repeat", "1", "--naive-repeat", "1"],
+    ["bench", "queries", "--rows", "8k", "--seconds", "2", "--partitions", "2", "--repeat", "2",
+     "--naive-repeat", "1", "--nibbles", "2", "--copy-rows", "0"],
+    ["bench", "retention", "--rate", "1k", "--seconds", "2", "--history", "1s",
+     "--partitions", "2"],
+    ["bench", "client", "--skip-ingest", "--seconds", "0.5", "--repeats", "1"],
+]
+
+
+@pytest.mark.parametrize("args", BENCHES, ids=lambda a: " ".join(a[:2]))
+def test_benchmarks_json_prints_only_the_json_object(pg_admin_dsn, args):
+    result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert isinstance(json.loads(result.stdout), dict), result.stdout  # nothing but the object
+    assert result.stdout.count("\n") == 1, result.stdout
 
 
 # -- windows current --delta: the window, or "no data" -----------------------------------------

@@ -55,7 +55,7 @@ def bench_queries(app: AppContext, as_json: bool, **options: object) -> None:
     # SIGTERM unwinds like Ctrl-C, so the benchmark database is dropped either way
     with handling(_interrupt, (signal.SIGTERM,)):
         result = run_query_bench(app.dsn, spec, app.progress)
-    click.echo(format_table(result))
+    app.human(format_table(result), as_json)
     if as_json:
         emit_json(result)
 

@@ -57,12 +57,13 @@ def bench_retention(
     )
     app.check_database()
     result = run_retention_bench(app.dsn, spec, app.progress)
-    click.echo(
+    app.human(
         f"inserted {result['rows_inserted']} rows ({result['rate_achieved']}/s of "
         f"{result['rate_target']}/s), deleted {result['rows_deleted']}; oldest age over history "
         f"{result['oldest_age_over_s']} s; max rows over target {result['max_overshoot_rows']}; "
         f"nibble p50 {result['delete_ms_p50']} ms p99 {result['delete_ms_p99']} ms; "
-        f"size growth {result['size_growth_pct']}%"
+        f"size growth {result['size_growth_pct']}%",
+        as_json,
     )
     if as_json:
         emit_json(result)

@@ -46,7 +46,7 @@ def bench_windows(app: AppContext, as_json: bool, **options: object) -> None:
     spec = WindowBenchSpec(**options)  # type: ignore[arg-type]
     with handling(_interrupt, (signal.SIGTERM,)):
         result = run_window_bench(app.dsn, spec, app.progress)
-    click.echo(format_table(result))
+    app.human(format_table(result), as_json)
     if as_json:
         emit_json(result)
 

@@ -10,12 +10,13 @@ ingest reads its horizon.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -24,7 +25,7 @@ from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconn
 from client.cli.root import SlidewinCommand
 from client.sim.config import DELETERS, ClientConfig
 from client.sim.generator import FORMATS
-from client.sim.live import make_display
+from client.sim.live import Display, NullDisplay, make_display
 from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
 from db.limits import MAX_CHUNK
@@ -71,7 +72,8 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     reconnect_timeout_option(),
     click.option("--view", type=click.Choice(["auto", "live", "plain"]), default="auto",
                  show_default=True, help="Live view on a terminal (auto), or plain lines."),
-    json_option("End with the final summary as one JSON object on stdout."),
+    json_option("Print only the final summary, as one JSON object, on stdout; the reports "
+                "and the summary's text go to stderr (-q: nowhere)."),
 ]
 
 
@@ -111,11 +113,12 @@ def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: An
 
 def run_client(
     config: ClientConfig, dsn: str, view: str, stop: threading.Event, drain_s: float = 10.0,
-    app: AppContext | None = None,
+    app: AppContext | None = None, as_json: bool = False,
 ) -> Summary:
     """Run one client session to the end; print the summary lines; return the summary.
     With ``app``, a failure's --json line carries the session's totals so far."""
-    display = make_display(None if view == "auto" else view == "live")
+    out = report_stream(as_json, app is not None and app.quiet)
+    display = client_display(view, out)
     try:
         session = ClientSession(config, dsn, display, drain_s=drain_s)
         if app is not None:
@@ -123,9 +126,24 @@ def run_client(
         summary = session.run(stop)
     finally:
         display.close()
-    for line in format_summary(summary):
-        click.echo(line)
+    if out is not None:
+        for line in format_summary(summary):
+            click.echo(line, file=out)
     return summary
+
+
+def report_stream(as_json: bool, quiet: bool) -> TextIO | None:
+    """Where the reports and the summary's text go: stdout; with --json stderr, as stdout
+    then holds only the JSON object; with --json -q nowhere (None)."""
+    if not as_json:
+        return sys.stdout
+    return None if quiet else sys.stderr
+
+
+def client_display(view: str, out: TextIO | None) -> Display:
+    if out is None:
+        return NullDisplay()
+    return make_display(None if view == "auto" else view == "live", out)
 
 
 def totals_so_far(session: ClientSession) -> dict[str, Any]:
@@ -151,7 +169,8 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     windowing client does: averages over 1/5/10/30 s, a max tracker, throughput, freshness,
     deletes, rejects; a final summary at the end.
 
-    Run `slidewin ingest` alongside (or use `slidewin demo`, which runs everything).
+    Run `slidewin ingest` alongside (or use `slidewin demo`, which runs everything). With
+    --json, stdout holds only the summary's JSON object; the reports go to stderr.
 
     \b
     Examples:
@@ -166,6 +185,6 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     app.progress(f"writing {config.ratelimit:g} events/s into {config.landing} "
                  f"for {config.duration:g} s")
     with stop_on_signals(stop):
-        summary = run_client(config, app.dsn, view, stop, app=app)
+        summary = run_client(config, app.dsn, view, stop, app=app, as_json=as_json)
     if as_json:
         emit_json(summary.as_json())

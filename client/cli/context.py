@@ -75,6 +75,14 @@ class AppContext:
         if not self.quiet:
             click.echo(message, err=True)
 
+    def human(self, text: str, as_json: bool) -> None:
+        """A result in words: on stdout, unless the command was given --json -- stdout then
+        holds only the JSON object, so the words are progress (stderr, silenced by -q)."""
+        if as_json:
+            self.progress(text)
+        else:
+            click.echo(text)
+
 
 pass_app = click.make_pass_decorator(AppContext, ensure=True)
 

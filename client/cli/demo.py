@@ -269,7 +269,8 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                 demo.watch(stop)
                 app.progress(f"client: {config.ratelimit:g} events/s for {config.duration:g} s "
                              f"into {config.landing}; logs in {folder}")
-                summary = run_client(config, dsn, view, stop, drain_s=15.0, app=app)
+                summary = run_client(config, dsn, view, stop, drain_s=15.0, app=app,
+                                     as_json=as_json)
         finally:
             with contextlib.suppress(Exception):
                 demo.stop_all()

@@ -3,6 +3,8 @@
 Plain mode prints every report and max-tracker line as it comes (what a log, a pipe or a test
 sees, in VoltDB's layout). The live view keeps the latest report on screen, under a short log of
 the latest max changes and messages, redrawn in place; when it closes the last screen stays.
+Both write to the stream they are given: stdout, or stderr when stdout carries a command's JSON
+(``slidewin client --json``); ``NullDisplay`` shows nothing (``--json -q``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,19 @@ class PlainDisplay:
     def close(self) -> None:
         with self.lock:
             self.out.flush()
+
+
+class NullDisplay:
+    """Shows nothing: the reports of a quiet run whose stdout holds only its JSON."""
+
+    def line(self, text: str) -> None:
+        pass
+
+    def report(self, lines: list[str]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class LiveDisplay:
@@ -82,7 +97,12 @@ class LiveDisplay:
             self.live.stop()
 
 
-def make_display(live: bool | None = None) -> Display:
-    """Live on a terminal (or when ``live`` is True), plain otherwise."""
-    use_live = sys.stdout.isatty() if live is None else live
-    return LiveDisplay() if use_live else PlainDisplay()
+def make_display(live: bool | None = None, out: TextIO | None = None) -> Display:
+    """Live when ``out`` (default stdout) is a terminal or ``live`` is True, plain otherwise."""
+    stream = out or sys.stdout
+    use_live = stream.isatty() if live is None else live
+    if not use_live:
+        return PlainDisplay(stream)
+    from rich.console import Console
+
+    return LiveDisplay(console=Console(file=stream))
