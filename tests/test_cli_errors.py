@@ -290,6 +290,13 @@ def test_ctrl_c_exits_130_quietly():
     assert result.output == "" and "Aborted" not in result.output
 
 
+def test_ctrl_c_of_a_json_command_still_ends_stdout_with_json():
+    result = _probe("fail", "keyboard", "--json")
+    assert result.exit_code == 130 and result.stderr == ""
+    assert json.loads(result.stdout) == {
+        "error": "interrupted (Ctrl-C)", "exit_code": 130, "things": 2}
+
+
 def test_a_file_error_names_the_path():
     result = _probe("fail", "missing-file")
     assert result.exit_code == 1

@@ -7,6 +7,9 @@
   APScheduler, psycopg, the ingest sink): the root group loads its commands on first use.
 - ``--json`` means stdout holds the JSON object alone: the client's reports and summary text go
   to stderr (nowhere with -q), and so do the benchmarks' tables.
+- A run cut short by a signal exits 128 + the signal (130 after Ctrl-C, 143 after SIGTERM) once
+  it has stopped cleanly: the client, and the demo with its Spark ingest and scheduler, whose
+  processes must all be gone.
 - ``windows current --delta`` prints the window, and says "no data" for an empty one.
 
 Everything runs against a real PostgreSQL (the session's test server).
@@ -17,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +35,7 @@ from click.testing import CliRunner, Result
 from client.cli import cli
 from client.processes import slidewin_argv
 from tests import store_fixtures
+from tests.process_watch import ProcessWatch
 from tests.store_fixtures import at, keys_in, put
 from tests.test_client_session import loader
 
@@ -244,6 +249,100 @@ def test_benchmarks_json_prints_only_the_json_object(pg_admin_dsn, args):
     assert result.exit_code == 0, result.output
     assert isinstance(json.loads(result.stdout), dict), result.stdout  # nothing but the object
     assert result.stdout.count("\n") == 1, result.stdout
+
+
+# -- a run cut short by a signal: 128 + the signal ---------------------------------------------
+
+class StderrLines:
+    """A process's stderr read line by line in a thread; ``wait_for`` blocks until a match."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._proc = proc
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, text: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not any(text in line for line in self.lines):
+            assert self._proc.poll() is None, "".join(self.lines)[-3000:]
+            assert time.monotonic() < deadline, f"no {text!r} in:\n{''.join(self.lines)[-3000:]}"
+            time.sleep(0.2)
+
+    def text(self) -> str:
+        self._thread.join(timeout=30)
+        return "".join(self.lines)
+
+
+def _stop_and_collect(proc: subprocess.Popen[str], err: StderrLines, sig: int,
+                      timeout_s: float) -> tuple[str, str]:
+    proc.send_signal(sig)
+    try:
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return out, err.text()
+
+
+def _assert_interrupted(code: int, out: str, err: str, sig: int, expected: int) -> dict:
+    context = f"exit {code}\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
+    assert code == expected, context
+    name = signal.Signals(sig).name
+    assert err.splitlines()[-1].startswith(f"error: stopped by {name}"), context
+    doc = json.loads(out)  # --json: still exactly one JSON object, saying so
+    assert doc["exit_code"] == expected and doc["error"].startswith(f"stopped by {name}"), doc
+    assert doc["written"] > 0, doc  # the summary so far
+    return doc
+
+
+@pytest.mark.parametrize(("sig", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["SIGINT", "SIGTERM"])
+def test_client_stopped_by_a_signal_exits_128_plus_the_signal(client_store, sig, expected):
+    dsn, landing = client_store
+    proc = subprocess.Popen(_client_argv(landing, "120", "--json"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SLIDEWIN_DSN": dsn, "PYTHONUNBUFFERED": "1"})
+    err = StderrLines(proc)
+    err.wait_for("writing 500 events/s", timeout_s=60)  # the run starts
+    time.sleep(2.5)  # a report or two (every second) before the signal
+    out, text = _stop_and_collect(proc, err, sig, timeout_s=60)
+    doc = _assert_interrupted(proc.returncode, out, text, sig, expected)
+    assert doc["duration_s"] < 100, doc  # it stopped early, not at --duration
+    assert "Final summary" in text  # the summary so far, in words, on stderr
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_demo_stopped_by_ctrl_c_exits_130_and_leaves_nothing(make_store, tmp_path):
+    dsn = make_store(8)
+    argv = slidewin_argv(
+        "--data-dir", str(tmp_path), "demo", "--duration", "30", "--warmup", "1",
+        "--displayinterval", "2", "--ratelimit", "500", "--historyseconds", "30", "--keys", "0",
+        "--seed", "1", "--view", "plain", "--json")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SLIDEWIN_DSN": dsn, "PYTHONUNBUFFERED": "1"})
+    watch = ProcessWatch(proc.pid)
+    err = StderrLines(proc)
+    try:
+        err.wait_for("client: 500 events/s", timeout_s=600)  # Spark is up, the client starts
+        time.sleep(3)  # a report or two (every 2 s) before Ctrl-C
+        out, text = _stop_and_collect(proc, err, signal.SIGINT, timeout_s=180)
+    finally:
+        watch.stop()
+    _assert_interrupted(proc.returncode, out, text, signal.SIGINT, 130)
+    started = " | ".join(watch.command_lines.values())
+    assert " ingest " in started and " jobs run" in started, started
+    assert watch.still_running() == [], "processes left behind"
+    assert "stopping ingest" in text and "stopping jobs" in text, text[-3000:]
+    assert not any((tmp_path / "demo").glob("*/landing")), "landing dir left behind"
 
 
 # -- windows current --delta: the window, or "no data" -----------------------------------------

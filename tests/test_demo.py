@@ -11,15 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
-import time
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from client.processes import slidewin_argv
 from tests.invariants import assert_rollups_exact
+from tests.process_watch import ProcessWatch
 
 PASSWORD = "Demo-pw-7731"
 HISTORY_S = 6
@@ -33,77 +31,6 @@ def _with_password(dsn: str) -> str:
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     return make_conninfo(**{**conninfo_to_dict(dsn), "password": PASSWORD})
-
-
-def _children_of(pid: int) -> dict[int, float]:
-    """Every descendant of ``pid``: {pid: start time}. psutil when present, else /proc."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - Linux fallback
-        return _proc_children(pid)
-    try:
-        return {p.pid: p.create_time() for p in psutil.Process(pid).children(recursive=True)}
-    except psutil.Error:
-        return {}
-
-
-def _proc_children(pid: int) -> dict[int, float]:
-    parents: dict[int, list[int]] = {}
-    starts: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents.setdefault(int(fields[1]), []).append(int(entry.name))
-        starts[int(entry.name)] = float(fields[19])
-    found, todo = {}, [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found[child] = starts[child]
-            todo.append(child)
-    return found
-
-
-def _still_running(seen: dict[int, float]) -> list[int]:
-    alive = []
-    for pid, started in seen.items():
-        now = _start_time(pid)
-        if now is not None and abs(now - started) < 1e-3:  # same pid, same process
-            alive.append(pid)
-    return alive
-
-
-def _start_time(pid: int) -> float | None:
-    """The start time of ``pid`` if it still exists (and is not a zombie), else None."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        return None if fields[0] == "Z" else float(fields[19])
-    try:
-        proc = psutil.Process(pid)
-        return None if proc.status() == psutil.STATUS_ZOMBIE else proc.create_time()
-    except psutil.Error:
-        return None
-
-
-def _command_lines(pids: list[int]) -> dict[int, str]:
-    """The command lines of ``pids`` as ``ps`` shows them to every user."""
-    import psutil
-
-    found = {}
-    for pid in pids:
-        try:
-            found[pid] = " ".join(psutil.Process(pid).cmdline())
-        except psutil.Error:
-            continue
-    return found
 
 
 @pytest.mark.slow
@@ -120,26 +47,14 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
     )
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "SLIDEWIN_DSN": dsn})
-    seen: dict[int, float] = {}
-    command_lines: dict[int, str] = {}
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            children = _children_of(proc.pid)
-            seen.update(children)
-            command_lines.update(_command_lines(list(children)))
-            time.sleep(0.5)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+    watch = ProcessWatch(proc.pid)
     try:
         out, err = proc.communicate(timeout=900)
     finally:
-        done.set()
+        watch.stop()
         if proc.poll() is None:
             proc.kill()
-    watcher.join(timeout=5)
+    seen, command_lines = watch.seen, watch.command_lines
     assert proc.returncode == 0, f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
 
     # what the user sees: with --json, stdout is the summary's JSON object alone and the
@@ -171,5 +86,5 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
 
     # nothing left behind: every process seen under the demo is gone
     assert seen, "the demo started no child process?"
-    assert _still_running(seen) == [], "processes left behind"
+    assert watch.still_running() == [], "processes left behind"
     assert not any((tmp_path / "demo").glob("*/landing")), "landing dir left behind"

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.interrupts import interrupted
 from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinCommand
 from client.sim.config import DELETERS, ClientConfig
@@ -30,7 +31,7 @@ from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
 from db.limits import MAX_CHUNK
 from db.schema import require_schema
-from db.signals import stop_on_signals
+from db.signals import Stop, stop_on_signals
 
 _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--displayinterval", type=DURATION, default="5", show_default=True,
@@ -169,8 +170,9 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     windowing client does: averages over 1/5/10/30 s, a max tracker, throughput, freshness,
     deletes, rejects; a final summary at the end.
 
-    Run `slidewin ingest` alongside (or use `slidewin demo`, which runs everything). With
-    --json, stdout holds only the summary's JSON object; the reports go to stderr.
+    Run `slidewin ingest` alongside (or use `slidewin demo`, which runs everything). Ctrl-C
+    stops early: the summary so far is printed, and the exit code is 130 (SIGTERM: 143).
+    With --json, stdout holds only the summary's JSON object; the reports go to stderr.
 
     \b
     Examples:
@@ -181,10 +183,16 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     config = build_config(app, landing, deleter, **opts)
     with app.connect() as conn:
         require_schema(conn)
-    stop = threading.Event()
+    stop = Stop()
     app.progress(f"writing {config.ratelimit:g} events/s into {config.landing} "
                  f"for {config.duration:g} s")
     with stop_on_signals(stop):
         summary = run_client(config, app.dsn, view, stop, app=app, as_json=as_json)
+    cut_short = interrupted(
+        stop, f"after {summary.duration_s:.0f} s of {config.duration:g} s; the summary counts "
+        "the run until then")
+    if cut_short is not None:
+        app.error_totals = summary.as_json  # the error's JSON line carries the whole summary
+        raise cut_short
     if as_json:
         emit_json(summary.as_json())

@@ -7,11 +7,20 @@ would be judged late against the first batch); unless --inline, schedule and sta
 scheduler (``slidewin jobs``); then run the client in this process for --duration.
 
 Every child gets the DSN in its environment (SLIDEWIN_DSN, never on its command line, which
-``ps`` shows to every user) and runs in its own process group (see client.processes);
-at the end -- or on Ctrl-C / SIGTERM -- the client stops writing, the written events get a few
-seconds to land, then the scheduler and the ingest are stopped (SIGTERM, wait, SIGKILL of the
-group as a last resort, so no JVM survives). With no --dsn the embedded PostgreSQL is started by
-this process and stops when it exits, after the children. Files go to a per-run directory under
+``ps`` shows to every user) and runs in its own process group (see client.processes), so a
+Ctrl-C on the terminal reaches the demo alone; at the end -- or on Ctrl-C / SIGTERM -- the client
+stops writing, the written events get a few seconds to land, then the scheduler and the ingest
+are stopped (SIGTERM, wait, SIGKILL of the group as a last resort, so no JVM survives).
+
+Stopped early by a signal, the demo still does all of that and prints the summary so far, then
+exits 130 after SIGINT (Ctrl-C) or 143 after SIGTERM -- 128 + the signal, what a shell reports
+for a process the signal ended -- with one ``error: stopped by ...`` line (and, with --json, the
+summary, the error and the code as the JSON object): a run cut short is not a complete run (see
+client.cli.interrupts). A signal before the client starts (while Spark starts) stops the parts
+already running and exits the same way. Before the signal handlers are in place (the Java and
+database checks), Ctrl-C exits 130 through the root group and SIGTERM ends the process at once.
+With no --dsn the embedded PostgreSQL is started by this process and stops when it exits, after
+the children. Files go to a per-run directory under
 ``<data dir>/demo/`` (landing, checkpoints, the children's logs); the landing and checkpoint
 folders are removed at the end, the logs are kept.
 """
@@ -32,6 +41,7 @@ import click
 
 from client.cli.client import build_config, client_options, run_client
 from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.interrupts import interrupted
 from client.cli.options import DURATION
 from client.cli.root import SlidewinCommand
 from client.processes import Child, Launch, slidewin_child, start_child
@@ -42,7 +52,7 @@ from db import sessions
 from db.config import redact
 from db.errors import SlidewinError
 from db.schema import init_schema
-from db.signals import stop_on_signals
+from db.signals import Stop, stop_on_signals
 
 BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
 READY_MARK = "ingest "  # the ingest's "ingest <query id>: <streams> from <landing>" line
@@ -151,8 +161,9 @@ class Demo:
 
     def start_scheduler(self) -> None:
         add = jobs_add_launch(self.dsn, self.config)
+        # its own session, as every child: a Ctrl-C on the terminal is the demo's to handle
         done = subprocess.run(add.argv, env=add.env, capture_output=True, text=True,
-                              check=False, timeout=120)
+                              check=False, timeout=120, start_new_session=True)
         if done.returncode != 0:
             said = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
             raise DemoError(f"could not schedule retention: {said.removeprefix('error: ')}")
@@ -225,7 +236,8 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                  trigger: Any, startup_timeout: Any, session_gap: Any, **opts: Any) -> None:
     """Run everything at once: PostgreSQL (embedded unless --dsn), the schema, the Spark ingest,
     the retention scheduler (unless --inline) and the client, for --duration; then stop every
-    part and print the final summary. Ctrl-C stops early, just as cleanly.
+    part and print the final summary. Ctrl-C stops early, just as cleanly, and exits 130
+    (SIGTERM: 143) after the summary so far.
 
     Takes the client's options (see `slidewin client --help`); --landing defaults to a per-run
     folder under <data dir>/demo, removed at the end (the logs stay). Keyed traffic: --keys
@@ -255,7 +267,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
             app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
     config.landing.mkdir(parents=True, exist_ok=True)
     demo = Demo(app, config, folder, dsn)
-    stop = threading.Event()
+    stop = Stop()
     summary = None
     with stop_on_signals(stop):
         try:
@@ -275,10 +287,17 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
             with contextlib.suppress(Exception):
                 demo.stop_all()
             demo.cleanup()
-    if summary is None:
-        raise DemoError("stopped before the client started")
+    if summary is not None:
+        app.error_totals = summary.as_json  # a failure's JSON line carries the whole summary
     if demo.died:
-        app.error_totals = summary.as_json
         raise DemoError(demo.died)
+    if summary is None:
+        cut_short = interrupted(stop, "while the demo started; every part it started is stopped")
+        raise cut_short or DemoError("stopped before the client started")
+    cut_short = interrupted(
+        stop, f"after {summary.duration_s:.0f} s of {config.duration:g} s; every part is "
+        "stopped and the summary counts the run until then")
+    if cut_short is not None:
+        raise cut_short
     if as_json:
         emit_json(summary.as_json())

@@ -79,7 +79,7 @@ class SlidewinGroup(click.Group):
         except KeyboardInterrupt:
             if _debug(ctx):
                 raise
-            ctx.exit(INTERRUPTED_EXIT)
+            _interrupted(ctx)
         except Exception as exc:
             if _debug(ctx):
                 raise
@@ -134,6 +134,16 @@ class LazyGroup(SlidewinGroup):
 def _debug(ctx: click.Context) -> bool:
     app = ctx.find_object(AppContext)
     return app is not None and app.debug
+
+
+def _interrupted(ctx: click.Context) -> None:
+    """Ctrl-C (KeyboardInterrupt): exit 130 quietly; a --json command still ends stdout with
+    its JSON object."""
+    app = ctx.find_object(AppContext)
+    if app is not None and app.as_json:
+        emit_json({"error": "interrupted (Ctrl-C)", "exit_code": INTERRUPTED_EXIT,
+                   **_totals(app)})
+    ctx.exit(INTERRUPTED_EXIT)
 
 
 def _fail(ctx: click.Context, exc: Exception) -> None:
