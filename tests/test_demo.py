@@ -77,6 +77,11 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert_rollups_exact(conn)
+        # the session window the demo registered does not outlive it: a later ingest of the
+        # same store keeps no sessions it did not ask for
+        left = conn.execute("SELECT count(*) FROM slidewin.session_defs WHERE dropped_at IS NULL")
+        assert left.fetchone() == (0,)
+    assert "session window demo_sessions removed (the demo added it" in err, context
 
     # no child showed the password to `ps`: the ingest, the scheduler, the JVM, anything
     started = " | ".join(command_lines.values())

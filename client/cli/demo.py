@@ -49,6 +49,7 @@ from client.sim.config import ClientConfig
 from client.sim.generator import EventGenerator, GeneratorConfig
 from client.sim.session import record_retention
 from db import sessions
+from db.clock import utc_now
 from db.config import redact
 from db.errors import SlidewinError
 from db.schema import init_schema
@@ -66,6 +67,19 @@ def demo_sessions(gap: timedelta) -> sessions.SessionDef:
     """The session window the demo registers (validated before anything starts)."""
     grace = timedelta(seconds=2)
     return sessions.SessionDef(SESSION_NAME, gap, grace, max(timedelta(minutes=10), gap + grace))
+
+
+def _leave_session_window(app: AppContext, keep: bool) -> None:
+    """The demo's session window would change what every later ingest does (each keeps its
+    sessions): remove it, or say that it stays."""
+    if keep:
+        app.progress(f"session window {SESSION_NAME} stays defined: every later ingest keeps "
+                     f"its sessions; `slidewin windows remove {SESSION_NAME}` removes it")
+        return
+    with contextlib.suppress(Exception), app.connect() as conn:  # a failure is reported already
+        sessions.remove(conn, SESSION_NAME, utc_now())
+        app.progress(f"session window {SESSION_NAME} removed (the demo added it; "
+                     "--keep-session-window keeps it)")
 
 
 class DemoError(SlidewinError):
@@ -231,9 +245,13 @@ def preflight(app: AppContext) -> str:
 @click.option("--session-gap", type=DURATION, default="10s", show_default=True,
               help=f"Gap of the session window the demo registers ({SESSION_NAME}); its open "
                    "sessions, merges and longest session are in the reports.")
+@click.option("--keep-session-window", is_flag=True,
+              help=f"Leave {SESSION_NAME} defined when the demo ends (by default the demo "
+                   "removes the session window it registered, so later ingests do not keep it).")
 @pass_app
 def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
-                 trigger: Any, startup_timeout: Any, session_gap: Any, **opts: Any) -> None:
+                 trigger: Any, startup_timeout: Any, session_gap: Any,
+                 keep_session_window: bool, **opts: Any) -> None:
     """Run everything at once: PostgreSQL (embedded unless --dsn), the schema, the Spark ingest,
     the retention scheduler (unless --inline) and the client, for --duration; then stop every
     part and print the final summary. Ctrl-C stops early, just as cleanly, and exits 130
@@ -242,9 +260,9 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     Takes the client's options (see `slidewin client --help`); --landing defaults to a per-run
     folder under <data dir>/demo, removed at the end (the logs stay). Keyed traffic: --keys
     defaults to 1,000 here, each key in bursts and pauses, and the demo registers the session
-    window demo_sessions (--session-gap, grace 2s, retention 10m) unless it exists; --keys 0
-    writes a fresh uuid per event, as VoltDB's client, and registers nothing. Needs Java 17+
-    for Spark.
+    window demo_sessions (--session-gap, grace 2s, retention 10m) unless it exists, and removes
+    it when it ends (--keep-session-window keeps it); --keys 0 writes a fresh uuid per event,
+    as VoltDB's client, and registers nothing. Needs Java 17+ for Spark.
 
     \b
     Examples:
@@ -263,7 +281,8 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     config = replace(config, landing=landing or folder / "landing")
     with app.connect() as conn:
         record_retention(conn, config)
-        if config.keys and sessions.ensure(conn, sessions_def):
+        registered = bool(config.keys) and sessions.ensure(conn, sessions_def)
+        if registered:
             app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
     config.landing.mkdir(parents=True, exist_ok=True)
     demo = Demo(app, config, folder, dsn)
@@ -287,6 +306,8 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
             with contextlib.suppress(Exception):
                 demo.stop_all()
             demo.cleanup()
+            if registered:
+                _leave_session_window(app, keep_session_window)
     if summary is not None:
         app.error_totals = summary.as_json  # a failure's JSON line carries the whole summary
     if demo.died:
