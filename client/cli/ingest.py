@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 from datetime import timedelta
 from pathlib import Path
 
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.interrupts import INTERRUPTED_EXIT
+from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinCommand
 from db.limits import MAX_CHUNK
@@ -129,5 +128,4 @@ def ingest_command(
     )
     if as_json:
         emit_json(totals.as_json())
-    if stop.signum == signal.SIGINT:
-        click.get_current_context().exit(INTERRUPTED_EXIT)
+    stopped_by(stop)

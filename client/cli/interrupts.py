@@ -8,8 +8,9 @@ reports for a process those signals end, so a script can tell a cut-short run fr
 one (with --json, stdout still ends with one JSON object: the summary so far, the error and the
 code). ``db.signals.Stop`` remembers which signal came.
 
-Commands that run until they are stopped end otherwise: ``slidewin ingest`` exits 130 after
-Ctrl-C and 0 after SIGTERM (a supervisor's normal stop); ``jobs run`` and ``--follow`` exit 0.
+Commands that run until they are stopped -- ``slidewin ingest``, ``jobs run``, ``--follow`` --
+end otherwise (``stopped_by``): 130 after Ctrl-C, as shells report it, and 0 after SIGTERM, a
+supervisor's normal way to stop a service.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ class Interrupted(SlidewinError):
         super().__init__(message)
         self.signum = signum
         self.exit_code = signal_exit(signum)
+
+
+def stopped_by(stop: Stop) -> None:
+    """End a command that runs until stopped: exit 130 if Ctrl-C stopped it (SIGTERM: 0)."""
+    if stop.signum == signal.SIGINT:
+        import click
+
+        click.get_current_context().exit(INTERRUPTED_EXIT)
 
 
 def interrupted(stop: Stop, what: str) -> Interrupted | None:

@@ -6,18 +6,18 @@ scheduler) and ``jobs.status``.
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinGroup
 from db.reconnect import ReconnectPolicy
 from db.retention_settings import DEFAULT_NAME
-from db.signals import stop_on_signals
+from db.signals import Stop, stop_on_signals
 from jobs import scheduler as sched
 from jobs import store
 from jobs.config import MAX_WORKERS, SPLITS, RetentionPolicy
@@ -53,8 +53,9 @@ def jobs_run(app: AppContext, duration: timedelta | None, reconnect_timeout: tim
     """Run the stored jobs: the long-running scheduler.
 
     Retention rounds and vacuums are reported on stderr (-q silences them). Ctrl-C or SIGTERM
-    stops it cleanly after the round in progress (exit 0). If PostgreSQL restarts, the
-    scheduler waits for it (one line when lost, one when back) and carries on.
+    stops it cleanly after the round in progress (exit 130 after Ctrl-C, 0 after SIGTERM). If
+    PostgreSQL restarts, the scheduler waits for it (one line when lost, one when back) and
+    carries on.
 
     \b
     Examples:
@@ -62,7 +63,7 @@ def jobs_run(app: AppContext, duration: timedelta | None, reconnect_timeout: tim
       slidewin -q jobs run --for 5m
     """
     policy = ReconnectPolicy(timeout=reconnect_timeout)
-    stop = threading.Event()
+    stop = Stop()
     with stop_on_signals(stop):
         dsn = app.dsn
         count = len(store.list_jobs(dsn))
@@ -70,6 +71,7 @@ def jobs_run(app: AppContext, duration: timedelta | None, reconnect_timeout: tim
         sched.run_scheduler(dsn, stop=stop, duration=duration, report=app.progress,
                             reconnect=policy)
     app.progress("scheduler stopped")
+    stopped_by(stop)
 
 
 @jobs.group("add")

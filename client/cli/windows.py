@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,12 +13,13 @@ import psycopg
 
 from client.cli import windows_sessions
 from client.cli.context import AppContext, emit_json, number, pass_app
+from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from client.cli.root import SlidewinGroup
 from db import key_windows, window_follow, windows
 from db.clock import Clock, utc_now
 from db.errors import ConfigError, ProcedureError
-from db.signals import stop_on_signals
+from db.signals import Stop, stop_on_signals
 
 
 def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -221,13 +221,14 @@ def _follow(
         click.echo(f"following {kind} {_describe(params)} from {_hms(start)} UTC, emit "
                    f"{opts['emit']} (Ctrl-C stops)")
         click.echo(HEADER)
-    stop = threading.Event()
+    stop = Stop()
     with stop_on_signals(stop):
         for e in window_follow.follow(conn, follower, stop.is_set):
             if opts["as_json"]:
                 emit_json({"emit": e.emit, "kind": kind, **params, **window_json(e.window)})
             else:
                 click.echo(window_line(e.window))
+    stopped_by(stop)
 
 
 @windows_group.command("tumbling")

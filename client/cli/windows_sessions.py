@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
 from client.cli.context import AppContext, emit_json, number, pass_app
+from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, TIME, json_option
 from client.cli.root import SlidewinCommand, SlidewinGroup
 from db import session_follow, sessions
 from db.clock import utc_now
 from db.errors import ConfigError
 from db.limits import MAX_CHUNK
-from db.signals import stop_on_signals
+from db.signals import Stop, stop_on_signals
 
 
 @click.group("add", cls=SlidewinGroup)
@@ -221,7 +221,7 @@ def _follow(conn: Any, name: str, key: str | None, emit: str, as_json: bool,
         click.echo(f"following session window {name}{f' key {key}' if key else ''}, emit {emit} "
                    "(Ctrl-C stops)")
         click.echo(HEADER)
-    stop = threading.Event()
+    stop = Stop()
     with stop_on_signals(stop):
         for e in session_follow.follow(conn, follower, stop.is_set):
             if as_json:
@@ -237,6 +237,7 @@ def _follow(conn: Any, name: str, key: str | None, emit: str, as_json: bool,
                            f"{_us(e.merged_start) if e.merged_start else '-'}")
             else:
                 click.echo(session_line(e.session))
+    stopped_by(stop)
 
 
 def _def_json(d: sessions.SessionDef) -> dict[str, Any]:
