@@ -19,6 +19,12 @@ process whose working directory is pgdata and whose start time matches the file.
 next attach kills any orphaned backends (``postgres`` processes working in pgdata), removes the
 stale lock files and starts a fresh server; PostgreSQL's crash recovery replays the WAL.
 
+A child handed the server's DSN by its parent (the demo's ingest and scheduler) does not call
+``embedded_dsn``; it calls ``hold`` instead, which enters it in the holder list without starting
+anything, so that a parent killed outright does not leave the children without a server: the
+next command sees them, and the last of them to end stops the server (``data_dir_serving``
+tells the parent which data dir a DSN it was handed belongs to).
+
 Invariant: the holder list, starting and stopping all happen under an exclusive ``flock`` on
 ``<data dir>/embedded.lock`` (released by the kernel if its owner is killed), so a command that
 attaches while the last holder detaches either joins the running server or starts a new one
@@ -72,6 +78,7 @@ _STOP_WAIT_S = 60.0  # what ``pg_ctl -w`` waits for a stop by default
 
 _servers: dict[Path, Any] = {}
 _registered: set[Path] = set()
+_handed_out: dict[str, Path] = {}  # DSN -> the data dir of the server it names
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,27 @@ def embedded_dsn(data_dir: Path, database: str = "postgres", *, keep: bool = Fal
         keep_marker(data_dir).touch()
     if data_dir not in _servers or not is_running(data_dir):  # stopped or killed since: restart
         _servers[data_dir] = _attach(data_dir)
-    return str(_servers[data_dir].get_uri(database))
+    dsn = str(_servers[data_dir].get_uri(database))
+    _handed_out[dsn] = data_dir
+    return dsn
+
+
+def data_dir_serving(dsn: str) -> Path | None:
+    """The data dir whose embedded server ``dsn`` (as ``embedded_dsn`` returned it in this
+    process) names; None for any other DSN."""
+    return _handed_out.get(dsn)
+
+
+def hold(data_dir: Path) -> None:
+    """Enter this process in the holder list of the server in ``data_dir`` without starting it
+    (a child given the server's DSN); it leaves at exit, stopping the server if it is last."""
+    data_dir = data_dir.resolve()
+    if not data_dir.is_dir():
+        return
+    _register_detach(data_dir)
+    with _locked(data_dir):
+        holders = [h for h in _read_holders(data_dir) if h.alive() and h.pid != os.getpid()]
+        _write_holders(data_dir, [*holders, Holder.me()])
 
 
 def is_running(data_dir: Path) -> bool:
@@ -151,16 +178,20 @@ def stop_embedded(data_dir: Path) -> bool:
 
 def _attach(data_dir: Path) -> Any:
     """Join (starting it if needed) the server and enter this process in the holder list."""
-    if data_dir not in _registered:
-        # Registered first: should the start fail half-way, the exit still stops what nobody holds.
-        atexit.register(_detach, data_dir, os.getpid())
-        _registered.add(data_dir)
+    # Registered first: should the start fail half-way, the exit still stops what nobody holds.
+    _register_detach(data_dir)
     with _locked(data_dir):
         holders = [h for h in _read_holders(data_dir) if h.alive() and h.pid != os.getpid()]
         _clear_dead_server(pgdata(data_dir))
         server = _start(pgdata(data_dir))
         _write_holders(data_dir, [*holders, Holder.me()])
     return server
+
+
+def _register_detach(data_dir: Path) -> None:
+    if data_dir not in _registered:
+        atexit.register(_detach, data_dir, os.getpid())
+        _registered.add(data_dir)
 
 
 def _detach(data_dir: Path, pid: int) -> None:

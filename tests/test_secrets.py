@@ -10,6 +10,7 @@ children are checked in tests/test_demo.py.
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import psutil
@@ -33,7 +34,10 @@ def _with_password(dsn: str) -> str:
 def test_a_child_gets_the_dsn_in_its_environment_only():
     launch = slidewin_child(DSN, "jobs", "run", base_env={"PATH": "/bin"})
     assert PASSWORD not in " ".join(launch.argv)
-    assert launch.env == {"PATH": "/bin", "SLIDEWIN_DSN": DSN}
+    # and the parent's pid, which the child watches to end with it (client.processes)
+    assert launch.env == {
+        "PATH": "/bin", "SLIDEWIN_DSN": DSN, "SLIDEWIN_PARENT_PID": str(os.getpid())
+    }
     assert launch.argv[-2:] == ["jobs", "run"]
 
 
