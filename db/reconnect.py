@@ -13,6 +13,10 @@ Several threads share one ``Reconnector``: the first to notice leads the wait an
 others wait for its outcome, so a restart prints its lines once, not once per thread. A thread
 whose connection died in an outage that has already ended finds the server answering at once
 and reconnects silently.
+
+One deadline for the whole process: once a wait has given up, every later wait (another
+stream's next batch, another thread) fails at once with the same error, instead of waiting
+out ``--reconnect-timeout`` again in turn.
 """
 
 from __future__ import annotations
@@ -168,7 +172,9 @@ class Reconnector:
 
     def _lead(self, error: BaseException) -> None:
         timeout_s = self.policy.timeout.total_seconds()
-        if self.stop.is_set():  # stopping (or gave up already): no new wait, no new lines
+        if self.gave_up is not None:  # the process's one deadline has passed
+            raise DatabaseUnavailable(str(self.gave_up))
+        if self.stop.is_set():  # stopping: no new wait, no new lines
             raise self._stopped()
         if timeout_s <= 0:
             raise self._gave_up(error, "--reconnect-timeout is 0")

@@ -6,16 +6,19 @@ counted once in the batch markers, and the output must say the database was lost
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from tests.conftest import T0
 from tests.ingest_fixtures import (
     event,
     stored_rollups,
@@ -169,3 +172,51 @@ def test_streaming_ingest_gives_up_after_the_reconnect_timeout(own_server, tmp_p
     last = err.strip().splitlines()[-1]
     assert last.startswith("error: lost the database at "), err[-3000:]
     assert "--reconnect-timeout" in last and "not back within 3s" in last
+
+
+def test_both_streams_give_up_at_one_deadline(own_server, tmp_path):
+    """``--reconnect-timeout`` is one deadline for the whole process: with JSON Lines and
+    Parquet streaming, a database that stays down ends the ingest once the timeout has passed,
+    not after each stream has waited it out in turn (15 s gave up after 38 s)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    dsn = own_server.store(8)
+    land = tmp_path / "landing"
+    land.mkdir()
+    tag = uuid.uuid4().hex
+    command = ingest_command(dsn, tmp_path)
+    command[command.index("--format") + 1] = "auto"
+    command[-1] = "8s"  # --reconnect-timeout
+    proc = subprocess.Popen(command, env=env_with(tag, None),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    written = [0]
+
+    def drop_both() -> None:
+        k = written[0]
+        written[0] += 1
+        write_jsonl(land, f"j{k:03d}.jsonl", [event(f"j{k}", k, k)])
+        when = pa.array([T0 + timedelta(seconds=k)], pa.timestamp("us", tz="UTC"))
+        table = pa.table({"uuid": [f"p{k}"], "val": pa.array([k], pa.int64()), "ts": when})
+        pq.write_table(table, land / f".p{k:03d}.tmp")
+        os.replace(land / f".p{k:03d}.tmp", land / f"p{k:03d}.parquet")
+
+    try:
+        drop_both()
+        wait_for_lines(dsn, 2, proc, timeout_s=180)
+        own_server.stop()
+        lost_at = time.monotonic()
+        while proc.poll() is None and time.monotonic() - lost_at < 90:
+            drop_both()  # both streams keep getting batches that meet the outage
+            time.sleep(0.5)
+        _out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - lost_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err[-3000:]
+    assert_no_process_left(tag)
+    assert err.count("database lost (") == 1, err[-3000:]
+    # the 8 s wait, the batch that noticed, and the stop of the queries and of Spark; each
+    # stream waiting in turn took at least two waits
+    assert took < 8 + 7, f"gave up {took:.1f}s after the database went away"

@@ -89,6 +89,21 @@ def test_gives_up_at_the_timeout_naming_the_option_and_the_fix():
     assert len(lines) == 1 and lines[0].startswith("database lost")
 
 
+def test_once_a_wait_gave_up_every_later_wait_fails_at_once():
+    """One deadline for the whole process: another stream's batch (or another thread) meeting
+    the outage after the first wait gave up does not wait the timeout out again -- each
+    stream in turn made a 15 s timeout give up after 38 s."""
+    fake = FakeTime()
+    rec, lines = waiter(fake, answers_after_s=None, timeout="10s")
+    with pytest.raises(DatabaseUnavailable):
+        rec.wait(LOST)
+    waited = list(fake.sleeps)
+    with pytest.raises(DatabaseUnavailable, match="gave up: not back within 10s"):
+        rec.wait(LOST)
+    assert fake.sleeps == waited  # no second wait
+    assert len(lines) == 1  # and no second "database lost" line
+
+
 def test_still_waiting_is_said_at_most_every_30s():
     fake = FakeTime()
     rec, lines = waiter(fake, answers_after_s=100.0)
