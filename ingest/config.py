@@ -4,10 +4,15 @@ Every check that can fail runs here, before Spark starts: a bad value raises Con
 the option, the value and the fix. ``resolve_retention`` fills the history / row limits from the
 store's ``default`` retention_settings row when the options leave them out, then re-validates
 (grace must not exceed history -- the same rule as Kafka's window store, KIP-428).
+
+An ingest's name (``--query-id``) keys its checkpoints, batch markers and stream state, so two
+landing folders need two names: ``query_id_for`` keeps ``ingest`` for the data dir's own landing
+folder and derives a name from any other folder's path (``ingest-<folder>-<hash of the path>``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -30,7 +35,9 @@ DEFAULT_MAX_FUTURE = timedelta(minutes=1)
 DEFAULT_TRIGGER = timedelta(milliseconds=250)
 DEFAULT_CHUNK = 100
 DEFAULT_MAX_FILES = 64
+DEFAULT_QUERY_ID = "ingest"  # the data dir's own landing folder
 _QUERY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_NOT_IN_QUERY_ID = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,31 @@ def _inside(child: Path, parent: Path) -> bool:
 def _fmt(value: timedelta) -> str:
     seconds = value.total_seconds()
     return f"{seconds:g}s"
+
+
+def query_id_for(data_dir: Path, landing: Path, given: str | None) -> str:
+    """``--query-id`` if given; else ``ingest`` for the data dir's own landing folder, and for
+    a folder whose checkpoints already run under that name (as before names were derived);
+    else a name of the folder's own, so that a second landing folder never meets the first
+    one's checkpoints (Spark fails that with "Wrong basePath")."""
+    if given is not None:
+        return given
+    land = landing.expanduser().resolve()
+    if land == (data_dir / "landing").resolve():
+        return DEFAULT_QUERY_ID
+    from ingest.checkpoints import landing_of  # the checkpoint's own record of its folder
+
+    if landing_of(data_dir / "checkpoints" / DEFAULT_QUERY_ID) == land:
+        return DEFAULT_QUERY_ID
+    return derived_query_id(land)
+
+
+def derived_query_id(landing: Path) -> str:
+    """``ingest-<folder name>-<8 hex digits of the folder's absolute path>``: readable, and
+    distinct for two folders of the same name."""
+    name = _NOT_IN_QUERY_ID.sub("_", landing.name).strip("_.-")[:40] or "root"
+    digest = hashlib.sha256(str(landing).encode()).hexdigest()[:8]
+    return f"{DEFAULT_QUERY_ID}-{name}-{digest}"
 
 
 def default_paths(data_dir: Path, landing: Path | None, query_id: str) -> tuple[Path, Path, Path]:

@@ -23,7 +23,7 @@ from db.events import partition_count
 from db.reconnect import Reconnector
 from db.schema import require_schema
 from db.signals import stop_on_signals
-from ingest import java
+from ingest import checkpoints, java
 from ingest.config import IngestConfig, resolve_retention
 from ingest.errors import IngestError, first_line
 from ingest.landing import SWEEP_EVERY_S, LandingSweep
@@ -53,8 +53,10 @@ class Prepared:
 
 
 def preflight(config: IngestConfig, dsn: str) -> Prepared:
-    """Java 17+, a reachable store with the ingest schema, retention limits resolved."""
+    """Java 17+, checkpoints that belong to this landing folder, a reachable store with the
+    ingest schema, retention limits resolved."""
     major = java.check_java()
+    checkpoints.claim(config)
     with connect(dsn, autocommit=True) as conn:
         require_schema(conn, "stream_state")  # the ingest's own table
         resolved = resolve_retention(conn, config)
@@ -172,9 +174,13 @@ def _stream_failed(handler: BatchHandler, failure: BaseException) -> IngestError
     """The error that stopped a stream: the batch handler's own exception when it raised one
     (Spark's message wraps it as FOREACH_BATCH_USER_FUNCTION_ERROR and loses the cause)."""
     if handler.failure is None:
+        text = first_line(str(failure))
+        fix = "fix the cause"
+        if "Wrong basePath" in text:  # a checkpoint of another landing folder
+            fix = "give each landing folder its own --query-id (or --checkpoint-dir)"
         return IngestError(
-            f"stream {handler.stream} failed in Spark: {first_line(str(failure))}; fix the "
-            "cause and run slidewin ingest again (uncommitted batches are read again)"
+            f"stream {handler.stream} failed in Spark: {text}; {fix} and run slidewin ingest "
+            "again (uncommitted batches are read again)"
         )
     batch_id, exc = handler.failure
     fix = fix_for_sqlstate(getattr(exc, "sqlstate", None)) or "fix the cause"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -216,3 +217,66 @@ def test_a_master_on_the_loopback_address_keeps_the_driver_there():
     assert loopback_master("spark://localhost:7077,127.0.0.1:7078")
     assert not loopback_master("spark://spark-master:7077")
     assert not loopback_master("local[*]")
+
+
+# -- a landing folder's own name and checkpoints ---------------------------------------------------
+
+
+def test_each_landing_folder_gets_a_query_id_of_its_own(tmp_path):
+    from ingest.config import query_id_for
+
+    data = tmp_path / "data"
+    assert query_id_for(data, data / "landing", None) == "ingest"
+    other = query_id_for(data, tmp_path / "drop zone", None)
+    assert other.startswith("ingest-drop_zone-") and len(other) == len("ingest-drop_zone-") + 8
+    assert query_id_for(data, tmp_path / "elsewhere" / "drop zone", None) != other  # same name
+    assert query_id_for(data, tmp_path / "drop zone", None) == other  # stable
+    assert query_id_for(data, tmp_path / "drop zone", "mine") == "mine"
+    make(tmp_path, query_id=other)  # a valid --query-id
+
+
+def test_a_folder_ingested_as_ingest_before_keeps_that_name(tmp_path):
+    """Checkpoints of the old default name that belong to this very folder are kept on."""
+    from ingest.checkpoints import claim
+    from ingest.config import query_id_for
+
+    data = tmp_path / "data"
+    old = make(tmp_path, checkpoint_dir=data / "checkpoints" / "ingest")
+    claim(old)
+    assert query_id_for(data, old.landing, None) == "ingest"
+
+
+def test_a_checkpoint_written_before_the_record_is_known_by_its_source_log(tmp_path):
+    from ingest.checkpoints import landing_of
+
+    folder = tmp_path / "cp"
+    log = folder / "text" / "sources" / "0"
+    log.mkdir(parents=True)
+    (log / "0").write_text(
+        'v1\n{"path":"file:///data/land%20a/f.jsonl","timestamp":1,"batchId":0}\n'
+    )
+    assert landing_of(folder) == Path("/data/land a")
+    assert landing_of(tmp_path / "new") is None
+
+
+def test_a_second_landing_folder_on_one_query_id_is_refused_before_spark(
+    tmp_path, no_spark, store_dsn
+):
+    """Two folders under one --query-id share a checkpoint; Spark failed that 30 s in with
+    "Wrong basePath ... fix the cause". Now: at once, naming --query-id."""
+    data = tmp_path / "data"
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    log = data / "checkpoints" / "shared" / "text" / "sources" / "0"
+    log.mkdir(parents=True)  # what an ingest of folder a under --query-id shared left
+    record = {"path": (tmp_path / "a" / "f.jsonl").as_uri(), "timestamp": 1, "batchId": 0}
+    (log / "0").write_text(f"v1\n{json.dumps(record)}\n")
+    refused = CliRunner().invoke(cli, [
+        "--dsn", store_dsn, "--data-dir", str(data), "ingest", "--landing", str(tmp_path / "b"),
+        "--query-id", "shared", "--once",
+    ])
+    assert refused.exit_code == 2, refused.output
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith(f"error: the checkpoints in {data / 'checkpoints' / 'shared'} belong")
+    assert "--query-id" in line and str(tmp_path / "a") in line
+

@@ -278,6 +278,31 @@ def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, i
     assert (tmp_path / "archive" / str(done).lstrip("/")).is_file()
 
 
+def test_two_landing_folders_in_one_data_dir_each_run_their_own_query(
+    spark, store_dsn, iconn, tmp_path
+):
+    """A second landing folder, with no --query-id, met the first one's checkpoints and failed
+    with "Wrong basePath"; each folder now gets a query id, and so checkpoints, of its own."""
+    from ingest.config import default_paths, query_id_for
+
+    data = tmp_path / "data"
+    for name in ("first", "second"):
+        folder = tmp_path / name
+        folder.mkdir()
+        write_jsonl(folder, f"{name}.jsonl", [event(name, 1, 0)])
+        query_id = query_id_for(data, folder, None)
+        land, checkpoints, archive = default_paths(data, folder, query_id)
+        config = IngestConfig(landing=land, checkpoint_dir=checkpoints, archive_dir=archive,
+                              once=True, format="json", processed="keep", query_id=query_id)
+        run(preflight(config, store_dsn), store_dsn, lambda _line: None, spark=spark,
+            clock=lambda: NOW)
+    assert {u for u, _, _ in stored_rows(iconn)} == {"first", "second"}
+    ids = iconn.execute("SELECT query_id FROM slidewin.stream_state ORDER BY 1").fetchall()
+    assert [i for (i,) in ids] == sorted(
+        query_id_for(data, tmp_path / n, None) for n in ("first", "second")
+    )
+
+
 def test_arrow_dedup_equals_the_spark_plan(spark):
     """batch.split (Arrow, what the sink uses) == parse.good_rows (a Spark groupBy)."""
     from ingest import batch, parse

@@ -20,6 +20,7 @@ from ingest.config import (
     ROLLUPS,
     IngestConfig,
     default_paths,
+    query_id_for,
 )
 from ingest.progress import Totals
 
@@ -60,8 +61,10 @@ from ingest.progress import Totals
               help="Who sums the per-second rollups of ingested rows: Spark (partials in each "
               "batch's plan, one upsert per batch) or the database's triggers.")
 @click.option("--spark-ui", is_flag=True, help="Start the Spark web UI (off by default).")
-@click.option("--query-id", default="ingest", show_default=True,
-              help="Name of this ingest: batch markers, stream state and checkpoints use it.")
+@click.option("--query-id", default=None,
+              help="Name of this ingest: batch markers, stream state and checkpoints use it "
+              "(default: 'ingest' for <data dir>/landing, else ingest-<folder>-<hash of its "
+              "path>, so each landing folder has its own).")
 @reconnect_timeout_option("the batch is then written again, exactly once. 0 fails at once.")
 @json_option("Print the run's totals as one JSON line.")
 @pass_app
@@ -84,7 +87,7 @@ def ingest_command(
     master: str,
     rollups: str,
     spark_ui: bool,
-    query_id: str,
+    query_id: str | None,
     reconnect_timeout: timedelta,
     as_json: bool,
 ) -> None:
@@ -107,6 +110,7 @@ def ingest_command(
 
     so_far = Totals()  # the batches committed before a failure, for its --json line
     app.error_totals = so_far.as_json
+    query_id = query_id_for(app.data_dir, landing or app.data_dir / "landing", query_id)
     land, checkpoints, archive = default_paths(app.data_dir, landing, query_id)
     config = IngestConfig(
         landing=land,
