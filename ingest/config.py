@@ -131,6 +131,11 @@ class IngestConfig:
             )
 
     @property
+    def rejected_dir(self) -> Path:
+        """Where the landing sweep moves entries nothing may open (``ingest.landing``)."""
+        return self.landing.parent / f"{self.landing.name}-rejected"
+
+    @property
     def stream_names(self) -> tuple[str, ...]:
         """One file-source stream per reader: ``text`` (JSON Lines + CSV) and ``parquet``."""
         if self.format == "parquet":

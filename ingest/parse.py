@@ -39,6 +39,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
+from ingest import spark_internals
+
 if TYPE_CHECKING:
     from ingest.config import IngestConfig
 
@@ -127,9 +129,11 @@ def read_files(spark: SparkSession, stream: str, paths: list[str]) -> DataFrame:
     """The same columns as ``read_stream``, from a batch read of exactly ``paths`` -- the files
     the file source assigned to a micro-batch (so a chunk of them, or one file, is read
     without scanning the others)."""
+    # paths, not patterns (a name may hold [ ] { } ? * \\); see ingest.spark_internals
+    reader = spark.read.option(spark_internals.GLOB_PATHS_OPTION, "false")
     if stream == "parquet":
-        return _columns(spark.read.schema(PARQUET_DDL).parquet(*paths), stream)
-    return _columns(spark.read.text(paths), stream)
+        return _columns(reader.schema(PARQUET_DDL).parquet(*paths), stream)
+    return _columns(reader.text(paths), stream)
 
 
 def _columns(df: DataFrame, stream: str) -> DataFrame:

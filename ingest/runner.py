@@ -85,11 +85,15 @@ def run(
     config, stop = prepared.config, stop or threading.Event()
     totals = Totals()
 
+    sweep = LandingSweep(config, progress)
+
     def on_result(stream: str, result: BatchResult) -> None:
         totals.add(result)
         if on_batch is not None:
             on_batch(stream, result)
         progress(batch_line(stream, result, clock()))
+        with contextlib.suppress(Exception):  # the batch committed: the next sweep retries
+            sweep.after_batch(stream, result.batch_id)  # before Spark's clean-up moves files
 
     owned = spark is None
     session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
@@ -102,8 +106,9 @@ def run(
         for name in config.stream_names
     ]
     queries: list[StreamingQuery] = []
-    sweep = LandingSweep(config, progress)
-    sweep.sweep()  # before the queries list the landing directory: --once reads them too
+    # before the queries list the landing directory: --once reads what it hands back, never
+    # meets what it moves aside, and a killed run's leftovers are tidied
+    sweep.sweep(leftovers=True)
     swept = threading.Event()
     try:
         for handler in handlers:

@@ -105,6 +105,10 @@ def session_conf(
         # anew (about 70-100 ms per job here); it only moves constant work into CASE branches
         "spark.sql.optimizer.excludedRules": EXCLUDED_RULES,
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        # local files without Hadoop's checksum layer: it looks for a ``.<name>.crc`` beside
+        # every file it opens and cannot name one for a file whose name holds a colon, so
+        # ``a:b.jsonl`` failed every read (producers write no .crc files to check anyway)
+        "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.driver.memory": driver_memory,
         "spark.driver.extraJavaOptions": (
             f"{DRIVER_GC} -Dlog4j2.configurationFile=file:{log4j_file()} {java_options}"

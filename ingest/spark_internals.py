@@ -25,6 +25,12 @@ What it touches (as of PySpark 4.3), what breaks if Spark changes it, and the fa
   checkpoint log file on the local file system.
 - Class names in the log4j2 profile (``QUIET_LOGGERS``): if a class moves, its warnings come
   back in the log (noise only).
+- The read option ``__globPaths__`` (``GLOB_PATHS_OPTION``, DataSource's ``GLOB_PATHS_KEY``):
+  ``false`` makes a batch read take its paths as paths, not Hadoop glob patterns, so a file
+  named ``a[1].jsonl`` is that file (the file source sets it for its own batches). With it set,
+  a read of several paths repeats every path once per path holding a glob character, so such
+  files are read alone (``ingest.stream``). If the option is renamed, such a name is a pattern
+  again: the file is read as whatever it matches, or is an ``unreadable_file`` dead letter.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ if TYPE_CHECKING:
 # the JVM Dataset's method (private[sql]) that makes Arrow IPC batches per partition
 ARROW_BATCH_RDD = "toArrowBatchRdd"
 CHECKPOINT_MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
+GLOB_PATHS_OPTION = "__globPaths__"
 CHECKPOINT_MANAGERS = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
     "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",

@@ -29,7 +29,7 @@ from pyspark.util import inheritable_thread_target
 from db.clock import Clock, utc_now
 from db.connect import connect
 from db.reconnect import Reconnector, is_connection_lost
-from ingest import batch, foreign, isolate, parse
+from ingest import batch, foreign, isolate, landing, parse
 from ingest.config import IngestConfig
 from ingest.errors import first_line, spark_error_text
 from ingest.pull import PullUnavailable, indexed_partitions
@@ -53,6 +53,7 @@ CHUNK_BYTES = 2 * 2**20  # input bytes per Spark job when a batch is read file b
 # the store's stream: every ingest of it -- both queries of one `slidewin ingest`, and ingests
 # of other landing directories -- shares its state row and so its one watermark
 STREAM = "events"
+_GLOB_CHARS = frozenset("{}[]*?\\")
 
 
 class _PulledBatchFailed(Exception):
@@ -109,15 +110,19 @@ class BatchHandler:
             return self._write(df, batch_id, by_file=True)
 
     def _by_file(self, batch_id: int) -> bool:
-        """Read this batch file by file: always once the pull is unavailable, and for Parquet
-        when a file's footer shows another schema or none (``ingest.foreign``) -- such a file
-        would fail the single plan or be read as rows of NULLs."""
+        """Read this batch file by file: always once the pull is unavailable; when a file's
+        name holds a glob character (Spark's own plan of the batch reads the other files again
+        for each such name) or an entry is no file (a named pipe: never to be opened); and for
+        Parquet when a file's footer shows another schema or none (``ingest.foreign``) -- such
+        a file would fail the single plan or be read as rows of NULLs."""
         if not self._pull:
+            return True
+        paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
+        if any(read_alone(path) or landing.not_a_file(path) for path in paths):
             return True
         if self.stream != "parquet":
             return False
-        paths = batch_files(self.config.checkpoint_for(self.stream), batch_id)
-        return any(foreign.check(str(path)).kind != "ok" for path in paths)
+        return any(foreign.check(path).kind != "ok" for path in paths)
 
     def _write(self, df: DataFrame, batch_id: int, **how: bool) -> BatchResult:
         """Write the batch (``how``: ``_write_once``'s options); if the database went away,
@@ -225,13 +230,22 @@ class BatchHandler:
     ) -> pa.Table:
         """One chunk of the batch's files. Parquet files of another schema are read with their
         own (``ingest.foreign``), files without a readable footer are one dead letter each,
-        and the rest are read together."""
+        and the rest are read together. An entry that is no file (a named pipe the landing
+        sweep had not moved aside yet) is one dead letter, never opened."""
+        why = {path: landing.not_a_file(path) for path in paths}
+        tables = [
+            batch.unreadable_file(PurePosixPath(path).name, path, f"{reason}; not opened")
+            for path, reason in why.items() if reason
+        ]
+        paths = [path for path, reason in why.items() if not reason]
         if self.stream != "parquet":
-            return self._collect_files(spark, paths, steps)
+            if paths or not tables:
+                tables.insert(0, self._collect_files(spark, paths, steps))
+            return pa.concat_tables(tables, promote_options="permissive")
         checks = [foreign.check(path) for path in paths]
-        tables = [self._odd_file(spark, check, limits) for check in checks if check.kind != "ok"]
+        tables += [self._odd_file(spark, check, limits) for check in checks if check.kind != "ok"]
         fine = [check.path for check in checks if check.kind == "ok"]
-        if fine:
+        if fine or not tables:
             tables.insert(0, self._collect_files(spark, fine, steps))
         return pa.concat_tables(tables, promote_options="permissive")
 
@@ -254,7 +268,15 @@ class BatchHandler:
     ) -> pa.Table:
         """Files read together by path; if Spark cannot read them, file by file, and a file
         Spark cannot read becomes one dead letter, reason ``unreadable_file``, with Spark's
-        reason in words."""
+        reason in words. A name holding a glob character is read alone (``read_alone``)."""
+        alone = [path for path in paths if read_alone(path)]
+        if alone and len(paths) > 1:
+            rest = [path for path in paths if not read_alone(path)]
+            parts = [[path] for path in alone] + ([rest] if rest else [])
+            return pa.concat_tables(
+                [self._collect_files(spark, part, steps) for part in parts],
+                promote_options="permissive",
+            )
         try:
             return parse.apply(parse.read_files(spark, self.stream, paths), steps).toArrow()
         except SPARK_ERRORS as exc:
@@ -302,6 +324,14 @@ def _start_partials(plan: DataFrame) -> Future[pa.Table]:
         return pool.submit(job)
     finally:
         pool.shutdown(wait=False)  # the thread ends with its one job
+
+
+def read_alone(path: str) -> bool:
+    """A path holding a Hadoop glob character (``{ } [ ] * ? \\``, as Spark tells a pattern)
+    is read in a Spark read of its own: with globbing off, as the file source and
+    ``parse.read_files`` read, Spark repeats every other path of the read once for each such
+    path, so the other files would be read again."""
+    return any(c in _GLOB_CHARS for c in path)
 
 
 def file_chunks(paths: list[str], target_bytes: int = CHUNK_BYTES) -> list[list[str]]:

@@ -6,13 +6,17 @@ the directory would keep one batch's worth of files forever. When the query has 
 does the same thing for that last batch: it reads the stream's file-source log entry for the
 last committed batch (one small file, not the whole log) and moves each file still in the
 landing directory to ``<archive dir>/<its absolute path>`` (Spark's own archive layout) or
-deletes it.
+deletes it -- unless it changed since the batch read it (another modification time: appended
+to in place), which the landing sweep hands back to be read again instead.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -28,20 +32,26 @@ def last_committed_batch(checkpoint: Path) -> int | None:
 
 def batch_files(checkpoint: Path, batch_id: int) -> list[Path]:
     """Files the file source assigned to ``batch_id`` (from ``sources/0/<id>[.compact]``)."""
+    return [path for path, _ms in batch_entries(checkpoint, batch_id)]
+
+
+def batch_entries(checkpoint: Path, batch_id: int) -> list[tuple[Path, int]]:
+    """(path, modification time in ms when listed) of each file of ``batch_id``."""
     log = checkpoint / "sources" / "0"
     for name in (str(batch_id), f"{batch_id}.compact"):
         entry = log / name
         if entry.is_file():
-            return _paths_in(entry, batch_id)
+            return _entries_in(entry, batch_id)
     return []
 
 
-def _paths_in(entry: Path, batch_id: int) -> list[Path]:
+def _entries_in(entry: Path, batch_id: int) -> list[tuple[Path, int]]:
     found = []
     for line in entry.read_text(encoding="utf-8").splitlines()[1:]:  # first line: version
         record = json.loads(line)
         if record.get("batchId") == batch_id:
-            found.append(Path(unquote(urlparse(record["path"]).path)))
+            path = Path(unquote(urlparse(record["path"]).path))
+            found.append((path, int(record.get("timestamp", -1))))
     return found
 
 
@@ -54,17 +64,31 @@ def tidy_last_batch(config: IngestConfig, stream: str) -> int:
     if batch is None:
         return 0
     done = 0
-    for path in batch_files(checkpoint, batch):
-        if path.is_file() and path.parent == config.landing:
-            _dispose(path, config)
+    for path, read_ms in batch_entries(checkpoint, batch):
+        if path.parent == config.landing and _unchanged(path, read_ms):
+            dispose(path, config)
             done += 1
     return done
 
 
-def _dispose(path: Path, config: IngestConfig) -> None:
+def _unchanged(path: Path, read_ms: int) -> bool:
+    """``path`` is still the file the batch read (its modification time, as Spark logged it)."""
+    try:
+        return int(os.stat(path).st_mtime * 1000) == read_ms
+    except OSError:
+        return False
+
+
+def dispose(path: Path, config: IngestConfig) -> None:
+    """Archive (``<archive dir>/<its absolute path>``) or delete a file the store has read."""
     if config.processed == "delete":
         path.unlink(missing_ok=True)
         return
     target = config.archive_dir / str(path).lstrip("/")
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(path), str(target))
+    try:
+        os.rename(path, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV or not stat.S_ISREG(os.lstat(path).st_mode):
+            raise
+        shutil.move(str(path), str(target))  # another file system: a copy (regular files only)
