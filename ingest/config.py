@@ -3,7 +3,9 @@
 Every check that can fail runs here, before Spark starts: a bad value raises ConfigError naming
 the option, the value and the fix. ``resolve_retention`` fills the history / row limits from the
 store's ``default`` retention_settings row when the options leave them out, then re-validates
-(grace must not exceed history -- the same rule as Kafka's window store, KIP-428).
+(grace must not exceed history -- the same rule as Kafka's window store, KIP-428); the archive
+keeps files as long as the store keeps events (``--archive-for``, default: that history, else
+``DEFAULT_ARCHIVE_FOR``).
 
 An ingest's name (``--query-id``) keys its checkpoints, batch markers and stream state, so two
 landing folders need two names: ``query_id_for`` keeps ``ingest`` for the data dir's own landing
@@ -36,6 +38,9 @@ DEFAULT_TRIGGER = timedelta(milliseconds=250)
 DEFAULT_CHUNK = 100
 DEFAULT_MAX_FILES = 64
 DEFAULT_QUERY_ID = "ingest"  # the data dir's own landing folder
+# how long archived files are kept when the store has no history to match
+DEFAULT_ARCHIVE_FOR = timedelta(hours=1)
+FOREVER = timedelta.max  # --archive-for forever
 _QUERY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 _NOT_IN_QUERY_ID = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -63,6 +68,8 @@ class IngestConfig:
     query_id: str = "ingest"
     reconnect_timeout: timedelta = DEFAULT_TIMEOUT
     rollups: str = "spark"
+    # how long archived files are kept (by modification time); None: the history, see module doc
+    archive_for: timedelta | None = None
 
     def __post_init__(self) -> None:
         self._check_choices()
@@ -97,6 +104,11 @@ class IngestConfig:
             raise ConfigError(
                 f"--reconnect-timeout {_fmt(self.reconnect_timeout)} is negative; use e.g. 3m, "
                 "or 0 to fail at once"
+            )
+        if self.archive_for is not None and self.archive_for < timedelta(0):
+            raise ConfigError(
+                f"--archive-for {_fmt(self.archive_for)} is negative; use e.g. 1h, 0 to delete "
+                "archived files at once, or forever"
             )
         if self.history is not None and self.history <= timedelta(0):
             raise ConfigError(f"--history {_fmt(self.history)} must be positive, e.g. 10m")
@@ -216,7 +228,8 @@ def default_paths(data_dir: Path, landing: Path | None, query_id: str) -> tuple[
 
 
 def resolve_retention(conn: psycopg.Connection, config: IngestConfig) -> IngestConfig:
-    """Fill history / max_rows / chunk from the ``default`` retention_settings row when unset.
+    """Fill history / max_rows / chunk from the ``default`` retention_settings row when unset,
+    and the archive's retention from the history (else ``DEFAULT_ARCHIVE_FOR``).
 
     Options win over the row. Re-validates, so ``grace > history`` from the row is refused too.
     """
@@ -232,4 +245,10 @@ def resolve_retention(conn: psycopg.Connection, config: IngestConfig) -> IngestC
             "--inline needs a retention limit: pass --history DURATION and/or --max-rows N, or "
             "store a 'default' row in slidewin.retention_settings"
         )
-    return replace(config, history=history, max_rows=max_rows, chunk=chunk or DEFAULT_CHUNK)
+    archive_for = config.archive_for
+    if archive_for is None:
+        archive_for = history if history is not None else DEFAULT_ARCHIVE_FOR
+    return replace(
+        config, history=history, max_rows=max_rows, chunk=chunk or DEFAULT_CHUNK,
+        archive_for=archive_for,
+    )

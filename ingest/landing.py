@@ -27,6 +27,7 @@ its work) and then every ``SWEEP_EVERY_S`` in a thread of its own; each pass:
    unchanged and still in the landing directory, are archived or deleted as a clean stop would
    have (Spark moves a batch's files when it plans the next batch, ``ingest.tidy`` the last
    batch's at a clean stop; a SIGKILL in between leaves them).
+4. **Prunes the archive** to ``--archive-for`` (``ingest.archive``), in bounded steps.
 
 Its work grows with the entries of the landing directory and the new entries of the source
 log, never with the whole history: the index holds the paths of the last ``MAX_FILE_AGE`` (what
@@ -52,6 +53,8 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from db.clock import Clock, utc_now
+from ingest import archive
 from ingest.config import IngestConfig
 from ingest.parse import TEXT_EXTENSIONS
 from ingest.tidy import batch_entries, dispose, last_committed_batch
@@ -155,8 +158,10 @@ def not_a_file(path: str) -> str | None:
 class LandingSweep:
     """Keeps the landing directory in the state the streams need (see the module docstring)."""
 
-    def __init__(self, config: IngestConfig, progress: Callable[[str], None]) -> None:
-        self.config, self.progress = config, progress
+    def __init__(
+        self, config: IngestConfig, progress: Callable[[str], None], clock: Clock = utc_now
+    ) -> None:
+        self.config, self.progress, self.clock = config, progress, clock
         self.indexes = {
             stream: _Index(config.checkpoint_for(stream) / "sources" / "0")
             for stream in config.stream_names
@@ -186,6 +191,7 @@ class LandingSweep:
                 f"landing: {what} {tidied} file(s) already stored by a run that ended before "
                 "tidying them"
             )
+        self.prune()
         return done + tidied
 
     def after_batch(self, stream: str, batch_id: int) -> int:
@@ -310,6 +316,15 @@ class LandingSweep:
             "count as duplicates)"
         )
         return 1
+
+    # --- 4. the archive -------------------------------------------------------------------------
+
+    def prune(self) -> int:
+        """Delete archived files older than ``--archive-for`` (bounded; see ``ingest.archive``)."""
+        keep_for = self.config.archive_for
+        if self.config.processed != "archive" or keep_for is None:
+            return 0
+        return archive.prune(archive.folder_of(self.config), keep_for, self.clock())
 
 
 def _suffixes(config: IngestConfig, stream: str) -> tuple[str, ...]:

@@ -20,11 +20,11 @@ from db.clock import Clock, utc_now
 from db.connect import connect
 from db.errors import fix_for_sqlstate
 from db.events import partition_count
-from db.reconnect import Reconnector
+from db.reconnect import Reconnector, fmt_duration
 from db.schema import require_schema
 from db.signals import stop_on_signals
 from ingest import checkpoints, java
-from ingest.config import IngestConfig, resolve_retention
+from ingest.config import FOREVER, IngestConfig, resolve_retention
 from ingest.errors import IngestError, first_line
 from ingest.landing import SWEEP_EVERY_S, LandingSweep
 from ingest.progress import Totals, batch_line
@@ -85,7 +85,7 @@ def run(
     config, stop = prepared.config, stop or threading.Event()
     totals = Totals()
 
-    sweep = LandingSweep(config, progress)
+    sweep = LandingSweep(config, progress, clock)
 
     def on_result(stream: str, result: BatchResult) -> None:
         totals.add(result)
@@ -125,6 +125,8 @@ def run(
         _stop_all(queries, handlers)
         for name in config.stream_names:
             tidy_last_batch(config, name)
+        with contextlib.suppress(OSError):
+            sweep.prune()  # --archive-for 0 (or a short one) holds for a --once run too
         if owned:
             if class_cache_state(session) == "created":
                 progress(CLASS_CACHE_NOTE)
@@ -227,8 +229,16 @@ def _started_line(config: IngestConfig, spark: SparkSession) -> str:
     return (
         f"ingest {config.query_id}: {', '.join(config.stream_names)} from {config.landing}, "
         f"{mode}, master {config.master}{ui}, grace {config.grace.total_seconds():g}s, "
-        f"history {_opt(config.history)}, processed files: {config.processed}"
+        f"history {_opt(config.history)}, processed files: {config.processed}{_kept(config)}"
     )
+
+
+def _kept(config: IngestConfig) -> str:
+    if config.processed != "archive" or config.archive_for is None:
+        return ""
+    if config.archive_for >= FOREVER:
+        return " (kept forever)"
+    return f" (kept {fmt_duration(config.archive_for)})"
 
 
 def _opt(value: timedelta | None) -> str:

@@ -280,3 +280,30 @@ def test_a_second_landing_folder_on_one_query_id_is_refused_before_spark(
     assert line.startswith(f"error: the checkpoints in {data / 'checkpoints' / 'shared'} belong")
     assert "--query-id" in line and str(tmp_path / "a") in line
 
+
+def test_the_archive_keeps_files_as_long_as_the_store_keeps_events(tmp_path, conn):
+    from ingest.config import DEFAULT_ARCHIVE_FOR, FOREVER
+
+    assert resolve_retention(conn, make(tmp_path)).archive_for == DEFAULT_ARCHIVE_FOR
+    conn.execute(
+        "INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk) "
+        "VALUES ('default', 30, NULL, 50)"
+    )
+    assert resolve_retention(conn, make(tmp_path)).archive_for == timedelta(seconds=30)
+    mine = make(tmp_path, history=timedelta(minutes=10))
+    assert resolve_retention(conn, mine).archive_for == timedelta(minutes=10)
+    for given in (timedelta(0), timedelta(days=1), FOREVER):
+        assert resolve_retention(conn, make(tmp_path, archive_for=given)).archive_for == given
+    with pytest.raises(ConfigError, match="--archive-for -1s is negative"):
+        make(tmp_path, archive_for=timedelta(seconds=-1))
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("forever", "FOREVER"), ("Forever", "FOREVER"), ("0", timedelta(0)),
+    ("90m", timedelta(minutes=90)),
+])
+def test_archive_for_takes_a_duration_or_forever(text, want):
+    from client.cli.ingest import ArchiveFor
+    from ingest.config import FOREVER
+
+    assert ArchiveFor().convert(text, None, None) == (FOREVER if want == "FOREVER" else want)

@@ -303,6 +303,53 @@ def test_two_landing_folders_in_one_data_dir_each_run_their_own_query(
     )
 
 
+@pytest.mark.parametrize(
+    ("archive_for", "history", "kept"),
+    [
+        (timedelta(0), None, set()),  # deleted as soon as archived
+        ("forever", None, {"old", "recent"}),
+        (None, timedelta(minutes=30), {"recent"}),  # the store's history
+        (None, None, {"recent"}),  # no history: an hour
+    ],
+)
+def test_the_archive_keeps_files_for_archive_for(
+    spark, store_dsn, iconn, tmp_path, archive_for, history, kept
+):
+    """The archive grew without bound (1.4 GB in 45 minutes): files are now deleted once their
+    modification time is --archive-for old, on the ingest's (here pinned) clock."""
+    from ingest.config import FOREVER
+
+    land = tmp_path / "landing"
+    land.mkdir()
+    ages = {"old": timedelta(hours=2), "recent": timedelta(minutes=10)}
+    for name, age in ages.items():
+        write_jsonl(land, f"{name}.jsonl", [event(name, 1, 0)], mtime=(NOW - age).timestamp())
+    ingest_once(spark, store_dsn, tmp_path, processed="archive", history=history,
+                archive_for=FOREVER if archive_for == "forever" else archive_for,
+                grace=timedelta(seconds=5), max_files_per_trigger=10)
+    assert {u for u, _, _ in stored_rows(iconn)} == {"old", "recent"}
+    archived = tmp_path / "archive" / str(land).lstrip("/")
+    assert {p.stem for p in archived.iterdir()} == kept
+    assert list(land.iterdir()) == []
+
+
+def test_pruning_is_bounded_and_stays_in_its_folder(tmp_path):
+    from ingest.archive import prune
+
+    mine, other = tmp_path / "archive" / "land", tmp_path / "archive" / "other"
+    for folder in (mine, other):
+        folder.mkdir(parents=True)
+        for i in range(5):
+            path = folder / f"f{i}.jsonl"
+            path.write_text("x\n")
+            os.utime(path, ((NOW - timedelta(hours=i)).timestamp(),) * 2)
+    assert prune(mine, timedelta(minutes=90), NOW, limit=2) == 2  # f2, f3, f4 are too old
+    assert prune(mine, timedelta(minutes=90), NOW, limit=2) == 1
+    assert sorted(p.name for p in mine.iterdir()) == ["f0.jsonl", "f1.jsonl"]
+    assert len(list(other.iterdir())) == 5
+    assert prune(tmp_path / "never-archived", timedelta(0), NOW) == 0
+
+
 def test_arrow_dedup_equals_the_spark_plan(spark):
     """batch.split (Arrow, what the sink uses) == parse.good_rows (a Spark groupBy)."""
     from ingest import batch, parse

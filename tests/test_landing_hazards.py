@@ -241,7 +241,7 @@ def sweep_for(tmp_path: Path, **kw) -> tuple[LandingSweep, list[str], IngestConf
     config = IngestConfig(landing=land, checkpoint_dir=tmp_path / "cp",
                           archive_dir=tmp_path / "archive", format="json", **kw)
     lines: list[str] = []
-    return LandingSweep(config, lines.append), lines, config
+    return LandingSweep(config, lines.append, clock=lambda: T0), lines, config
 
 
 def log_batch(config: IngestConfig, batch_id: int, files: dict[Path, int]) -> None:

@@ -9,12 +9,13 @@ import click
 
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.interrupts import stopped_by
-from client.cli.options import COUNT, DURATION, json_option, reconnect_timeout_option
+from client.cli.options import COUNT, DURATION, DurationType, json_option, reconnect_timeout_option
 from client.cli.root import SlidewinCommand
 from db.limits import MAX_CHUNK
 from db.signals import Stop, stop_on_signals
 from ingest.config import (
     DEFAULT_MAX_FILES,
+    FOREVER,
     FORMATS,
     PROCESSED,
     ROLLUPS,
@@ -23,6 +24,18 @@ from ingest.config import (
     query_id_for,
 )
 from ingest.progress import Totals
+
+
+class ArchiveFor(DurationType):
+    """``--archive-for``: a duration (``0`` deletes archived files at the next sweep) or
+    ``forever``."""
+
+    name = "duration|forever"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, str) and value.strip().lower() == "forever":
+            return FOREVER
+        return super().convert(value, param, ctx)
 
 
 @click.command("ingest", cls=SlidewinCommand)
@@ -54,6 +67,10 @@ from ingest.progress import Totals
               help="What happens to ingested files: moved to --archive-dir, deleted, or kept.")
 @click.option("--archive-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where --processed archive moves files (default: <landing>-archive).")
+@click.option("--archive-for", type=ArchiveFor(), default=None,
+              help="How long archived files are kept, by modification time: a duration, 0 "
+              "(deleted at the next sweep, within 5 s) or forever (default: the store's "
+              "--history, else 1h).")
 @click.option("--max-files-per-trigger", type=click.IntRange(1), default=DEFAULT_MAX_FILES,
               show_default=True, help="Cap on files per micro-batch (bounds memory).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
@@ -83,6 +100,7 @@ def ingest_command(
     checkpoint_dir: Path | None,
     processed: str,
     archive_dir: Path | None,
+    archive_for: timedelta | None,
     max_files_per_trigger: int,
     master: str,
     rollups: str,
@@ -97,6 +115,8 @@ def ingest_command(
     written under a temporary or dot name and renamed into place. Each micro-batch is one
     PostgreSQL transaction: raw rows, rollups, dead letters and a batch marker.
     Bad, late, expired and future events go to slidewin.dead_letters with a reason.
+    Archived files are deleted after --archive-for. Entries nothing may open (named pipes,
+    sockets, symbolic-link loops, unreadable files) are moved to <landing>-rejected.
     Stop with Ctrl-C or SIGTERM: the query and Spark stop cleanly. If PostgreSQL restarts or
     the connection drops, the ingest waits for it (--reconnect-timeout) and carries on.
 
@@ -104,6 +124,7 @@ def ingest_command(
     Examples:
       slidewin ingest --landing /data/landing --grace 5s --history 10m
       slidewin ingest --landing /data/landing --once --json
+      slidewin ingest --landing /data/other --archive-for 1d   # query id ingest-other-<hash>
       slidewin ingest --inline --history 1m --max-rows 100k --chunk 500
     """
     from ingest.runner import preflight, run
@@ -120,6 +141,7 @@ def ingest_command(
         history=history, max_rows=max_rows, max_future=max_future, inline=inline, chunk=chunk,
         max_files_per_trigger=max_files_per_trigger, master=master, spark_ui=spark_ui,
         query_id=query_id, reconnect_timeout=reconnect_timeout, rollups=rollups,
+        archive_for=archive_for,
     )
     prepared = preflight(config, app.dsn)
     stop = Stop()
