@@ -7,12 +7,20 @@ shared whenever two ingests run under one ``--query-id`` (checkpoints are
 folder and archive in ``slidewin-landing.json`` the first time an ingest starts on it, and the
 next start on another folder is refused at once, naming ``--query-id``. Checkpoints written
 before that record existed are recognised by the first path in their source log.
+
+``slidewin db reset`` reads the same record to find the archive of each checkpoint's folder
+(``forget``): it removes the data dir's checkpoints and the files archived from their landing
+folders -- only those files (``<archive dir>/<landing path>``), never the rest of an archive
+directory someone chose with ``--archive-dir``; the data dir's own ``landing-archive`` goes
+whole. Landing folders and their ``-rejected`` folders are left alone: what is in them was
+never stored.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -95,3 +103,26 @@ def _first_logged_path(log: Path) -> Path | None:
                 continue
     return None
 
+
+def forget(data_dir: Path) -> list[Path]:
+    """Remove the checkpoints under ``data_dir`` and what was archived from their landing
+    folders (see the module docstring); returns the paths removed."""
+    removed = []
+    folders = sorted(p for p in (data_dir / "checkpoints").glob("*") if p.is_dir())
+    for folder in folders:
+        found = owner_of(folder)
+        if found is not None and found.archive_dir is not None:
+            removed += _remove(found.archive_dir / str(found.landing).lstrip("/"))
+        removed += _remove(folder)
+    removed += _remove(data_dir / "landing-archive")  # the default landing folder's archive
+    return removed
+
+
+def _remove(path: Path) -> list[Path]:
+    if not os.path.lexists(path):
+        return []
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    return [path]

@@ -26,6 +26,7 @@ sconn = store_fixtures.sconn
 
 COMMANDS = [
     ["db", "init"], ["db", "status"], ["db", "url"], ["db", "start"], ["db", "stop"],
+    ["db", "reset"],
     ["query", "avg"], ["query", "max"], ["query", "sql"], ["bench", "queries"],
 ]
 
@@ -237,3 +238,100 @@ def test_db_start_and_stop_the_embedded_server(tmp_path):
     assert not embedded.keep_marker(data).exists()
     again = run("--data-dir", str(data), "db", "stop")
     assert again.exit_code == 0 and "was not running" in again.stderr
+
+
+# --- db reset -----------------------------------------------------------------------------------
+
+
+def _fill(dsn: str) -> None:
+    """Data in every table reset empties, and a definition in every table it keeps."""
+    from datetime import timedelta
+
+    from db import sessions
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO slidewin.retention_settings (name, history_s, max_rows, chunk) "
+            "VALUES ('default', 30, NULL, 50)"
+        )
+        sessions.define(conn, sessions.SessionDef("visits", timedelta(seconds=30)))
+        put(conn, [(k, 5, at(i)) for i, k in enumerate(keys_in(1, 4))])
+        conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw) "
+                     "VALUES ('f.jsonl', 'malformed', 'x')")
+        conn.execute("INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES ('q', 0)")
+        conn.execute("INSERT INTO slidewin.stream_state (query_id, newest_ts) VALUES ('q', now())")
+        conn.execute("SELECT slidewin.delete_after_date(1, %s, 1)", (at(1),))
+
+
+def _counts(dsn: str) -> dict[str, int]:
+    from db.reset import DATA_TABLES, KEPT_TABLES
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return {
+            table: conn.execute(f"SELECT count(*) FROM slidewin.{table}").fetchone()[0]
+            for table in (*DATA_TABLES, *KEPT_TABLES)
+        }
+
+
+def test_db_reset_without_yes_refuses_in_one_line(make_store, tmp_path):
+    dsn = make_store(3)
+    _fill(dsn)
+    before = _counts(dsn)
+    result = run("--dsn", dsn, "--data-dir", str(tmp_path), "db", "reset")
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: db reset deletes all data in ")
+    assert line.endswith("add --yes to do it")
+    assert _counts(dsn) == before
+
+
+def test_db_reset_empties_the_data_keeps_the_definitions_and_forgets_the_checkpoints(
+    make_store, tmp_path
+):
+    from ingest.checkpoints import RECORD
+
+    dsn = make_store(3)
+    _fill(dsn)
+    data, elsewhere = tmp_path / "data", tmp_path / "drop"
+    # the default landing folder's checkpoint and archive, and another folder's with its own
+    # --archive-dir shared with something else
+    (data / "landing").mkdir(parents=True)
+    (data / "landing" / "unread.jsonl").write_text("{}\n")
+    (data / "checkpoints" / "ingest" / "text").mkdir(parents=True)
+    (data / "landing-archive" / "x").mkdir(parents=True)
+    shared = tmp_path / "shared-archive"
+    (shared / str(elsewhere).lstrip("/")).mkdir(parents=True)
+    (shared / str(elsewhere).lstrip("/") / "old.jsonl").write_text("{}\n")
+    (shared / "not-ours.txt").write_text("keep me\n")
+    other = data / "checkpoints" / "ingest-drop-1234abcd"
+    other.mkdir(parents=True)
+    (other / RECORD).write_text(json.dumps({"landing": str(elsewhere), "archive_dir": str(shared)}))
+
+    result = run("--dsn", dsn, "--data-dir", str(data), "db", "reset", "--yes", "--json")
+
+    assert result.exit_code == 0, result.output
+    counts = _counts(dsn)
+    from db.reset import DATA_TABLES
+
+    assert {t: counts[t] for t in DATA_TABLES} == dict.fromkeys(DATA_TABLES, 0)
+    assert (counts["retention_settings"], counts["session_defs"], counts["config"]) == (1, 1, 1)
+    assert not (data / "checkpoints" / "ingest").exists() and not other.exists()
+    assert not (data / "landing-archive").exists()
+    assert not (shared / str(elsewhere).lstrip("/")).exists()
+    assert (shared / "not-ours.txt").read_text() == "keep me\n"  # only the folder's own files
+    assert (data / "landing" / "unread.jsonl").exists()  # never stored: read after the reset
+    body = last_json(result)
+    assert len(body["tables"]) == len(DATA_TABLES) and len(body["removed"]) == 4
+
+
+def test_db_reset_refuses_while_something_is_connected(make_store, tmp_path):
+    dsn = make_store(3)
+    _fill(dsn)
+    before = _counts(dsn)
+    with psycopg.connect(dsn, autocommit=True, application_name="slidewin ingest"):
+        result = run("--dsn", dsn, "--data-dir", str(tmp_path), "db", "reset", "--yes")
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "1 other connection(s)" in line and "slidewin ingest (pid " in line
+    assert "stop the ingest" in line
+    assert _counts(dsn) == before

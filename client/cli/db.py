@@ -24,6 +24,7 @@ def db() -> None:
       slidewin db init --partitions 8
       slidewin db status --json
       slidewin db start && psql "$(slidewin db url)"
+      slidewin db reset --yes
     """
 
 
@@ -157,3 +158,50 @@ def _refuse_with_dsn(app: AppContext, verb: str) -> None:
             f"db {verb} manages the embedded server, but a DSN is configured "
             "(--dsn / SLIDEWIN_DSN / DATABASE_URL); unset it to use the embedded server"
         )
+
+
+@db.command("reset")
+@click.option("--yes", is_flag=True,
+              help="Really delete the data (nothing is deleted without it).")
+@json_option("One JSON object on stdout: the tables emptied and the paths removed.")
+@pass_app
+def db_reset(app: AppContext, yes: bool, as_json: bool) -> None:
+    """Start over: empty the store and forget what the ingest has read.
+
+    Deletes every event, rollup, dead letter, batch marker, stream state, retention progress,
+    session and job run; keeps the schema, retention policies, session window definitions and
+    scheduled jobs. Removes the Spark checkpoints in the data dir and the files archived from
+    their landing folders, so the next ingest starts afresh (files still in a landing folder
+    are read then). Refused while anything else is connected to the database: stop the
+    ingest, the scheduler and clients first.
+
+    \b
+    Example:
+      slidewin db reset --yes
+    """
+    from db.errors import ConfigError
+    from db.reset import other_sessions, reset_store
+    from ingest.checkpoints import forget
+
+    if not yes:
+        known = app.known_dsn
+        raise ConfigError(
+            f"db reset deletes all data in {redact(known) if known else 'the store'} and the "
+            "ingest's checkpoints and archive; add --yes to do it"
+        )
+    with app.connect() as conn:
+        others = other_sessions(conn)
+        if others:
+            raise ConfigError(
+                f"db reset refused: {len(others)} other connection(s) to the database "
+                f"({', '.join(s.describe() for s in others[:3])}); stop the ingest, the "
+                "scheduler and clients first, then run slidewin db reset --yes again"
+            )
+        tables = reset_store(conn)
+    removed = forget(app.data_dir)
+    app.progress(
+        f"store emptied ({len(tables)} tables); removed {len(removed)} checkpoint and archive "
+        f"folder(s) in {app.data_dir}"
+    )
+    if as_json:
+        emit_json({"tables": list(tables), "removed": [str(p) for p in removed]})

@@ -1,0 +1,62 @@
+"""Emptying the store for a fresh start (``slidewin db reset``), keeping what was defined.
+
+Data goes: raw events, the rollups of every grain, dead letters, the ingest's batch markers and
+stream state, retention's progress, session windows' sessions and tombstones, the jobs' run
+history. Definitions stay: the schema and partition count, retention policies
+(``retention_settings``), session window definitions, the scheduler's jobs -- what a person
+typed to set the store up, which a fresh start should not make them type again. Everything goes
+in one ``TRUNCATE`` in one transaction, so a reader sees the store full or empty, never half.
+
+A store something is writing to is not reset: an ingest keeps its checkpoints in memory and
+would carry on from them, and its next batch would stand alone. ``other_sessions`` lists the
+other connections to the database, and the command refuses while there are any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+DATA_TABLES = (
+    "events", "rollups", "rollups_coarse", "dead_letters", "ingest_batches", "stream_state",
+    "retention_state", "session_store", "session_tombstones", "job_runs",
+)
+KEPT_TABLES = ("config", "schema_version", "retention_settings", "session_defs",
+               "apscheduler_jobs")
+LOCK_TIMEOUT = "5s"  # a reset waits this long for a lock, then fails rather than queue writers
+
+
+@dataclass(frozen=True)
+class Session:
+    """Another connection to the store's database."""
+
+    pid: int
+    application: str
+    client: str
+
+    def describe(self) -> str:
+        who = self.application or "a client"
+        return f"{who} (pid {self.pid}{', from ' + self.client if self.client else ''})"
+
+
+def other_sessions(conn: psycopg.Connection) -> list[Session]:
+    """The database's other client connections (an ingest, a scheduler, psql, ...)."""
+    rows = conn.execute(
+        "SELECT pid, coalesce(application_name, ''), coalesce(host(client_addr), '') "
+        "FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND backend_type = 'client backend' ORDER BY pid"
+    ).fetchall()
+    return [Session(pid, app, client) for pid, app, client in rows]
+
+
+def reset_store(conn: psycopg.Connection) -> tuple[str, ...]:
+    """Empty ``DATA_TABLES`` in one transaction and refresh the minute history; returns the
+    tables emptied. ``conn`` must not be inside a transaction already."""
+    tables = sql.SQL(", ").join(sql.Identifier("slidewin", name) for name in DATA_TABLES)
+    with conn.transaction():
+        conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
+        conn.execute(sql.SQL("TRUNCATE {}").format(tables))
+        conn.execute("REFRESH MATERIALIZED VIEW slidewin.minute_history")
+    return DATA_TABLES
