@@ -1,11 +1,14 @@
 """Emptying the store for a fresh start (``slidewin db reset``), keeping what was defined.
 
 Data goes: raw events, the rollups of every grain, dead letters, the ingest's batch markers and
-stream state, retention's progress, session windows' sessions and tombstones, the jobs' run
-history. Definitions stay: the schema and partition count, retention policies
+stream state (its watermark), retention's progress, session windows' sessions and tombstones,
+the jobs' run history. Definitions stay: the schema and partition count, retention policies
 (``retention_settings``), session window definitions, the scheduler's jobs -- what a person
-typed to set the store up, which a fresh start should not make them type again. Everything goes
-in one ``TRUNCATE`` in one transaction, so a reader sees the store full or empty, never half.
+typed to set the store up, which a fresh start should not make them type again. A session
+window definition keeps its name, gap, grace and retention but starts again from nothing: its
+stream time (against which later events would be late), its counts and its longest session go,
+and definitions already removed go with their sessions. Everything happens in one transaction,
+so a reader sees the store full or empty, never half.
 
 A store something is writing to is not reset: an ingest keeps its checkpoints in memory and
 would carry on from them, and its next batch would stand alone. ``other_sessions`` lists the
@@ -51,12 +54,24 @@ def other_sessions(conn: psycopg.Connection) -> list[Session]:
     return [Session(pid, app, client) for pid, app, client in rows]
 
 
+# a session window definition's progress over the events (see the module docstring); its
+# version stays: it only ever grows, and followers read changes "since a version"
+_RESTART_SESSION_DEFS = (
+    "UPDATE slidewin.session_defs SET stream_ts = NULL, base_ts = NULL, base_xid = NULL, "
+    "merges = 0, late = 0, longest_key = NULL, longest_start = NULL, longest_end = NULL, "
+    "events = 0, created = 0, apply_seconds = 0"
+)
+
+
 def reset_store(conn: psycopg.Connection) -> tuple[str, ...]:
-    """Empty ``DATA_TABLES`` in one transaction and refresh the minute history; returns the
-    tables emptied. ``conn`` must not be inside a transaction already."""
+    """Empty ``DATA_TABLES``, start the session window definitions afresh and refresh the
+    minute history, in one transaction; returns the tables emptied. ``conn`` must not be
+    inside a transaction already."""
     tables = sql.SQL(", ").join(sql.Identifier("slidewin", name) for name in DATA_TABLES)
     with conn.transaction():
         conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
         conn.execute(sql.SQL("TRUNCATE {}").format(tables))
+        conn.execute("DELETE FROM slidewin.session_defs WHERE dropped_at IS NOT NULL")
+        conn.execute(_RESTART_SESSION_DEFS)
         conn.execute("REFRESH MATERIALIZED VIEW slidewin.minute_history")
     return DATA_TABLES

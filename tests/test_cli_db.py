@@ -259,8 +259,12 @@ def _fill(dsn: str) -> None:
         conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw) "
                      "VALUES ('f.jsonl', 'malformed', 'x')")
         conn.execute("INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES ('q', 0)")
-        conn.execute("INSERT INTO slidewin.stream_state (query_id, newest_ts) VALUES ('q', now())")
+        conn.execute("INSERT INTO slidewin.stream_state (stream, newest_ts) VALUES ('q', now())")
         conn.execute("SELECT slidewin.delete_after_date(1, %s, 1)", (at(1),))
+        progress = conn.execute(
+            "SELECT stream_ts, events FROM slidewin.session_defs WHERE name = 'visits'"
+        ).fetchone()
+        assert progress is not None and progress[0] is not None and progress[1] > 0
 
 
 def _counts(dsn: str) -> dict[str, int]:
@@ -315,6 +319,13 @@ def test_db_reset_empties_the_data_keeps_the_definitions_and_forgets_the_checkpo
 
     assert {t: counts[t] for t in DATA_TABLES} == dict.fromkeys(DATA_TABLES, 0)
     assert (counts["retention_settings"], counts["session_defs"], counts["config"]) == (1, 1, 1)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        visits = conn.execute(  # the definition kept, its progress over the old events gone
+            "SELECT gap, stream_ts, base_ts, merges, late, events, created, longest_key "
+            "FROM slidewin.session_defs WHERE name = 'visits'"
+        ).fetchone()
+    assert visits is not None and visits[0].total_seconds() == 30
+    assert visits[1:] == (None, None, 0, 0, 0, 0, None)
     assert not (data / "checkpoints" / "ingest").exists() and not other.exists()
     assert not (data / "landing-archive").exists()
     assert not (shared / str(elsewhere).lstrip("/")).exists()
