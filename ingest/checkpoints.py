@@ -37,6 +37,13 @@ class Owner:
 
     landing: Path
     archive_dir: Path | None = None
+    # known only from a file path in the source log: the landing folder may be an ancestor
+    # (Spark lists subfolders too)
+    inferred: bool = False
+
+    def holds(self, landing: Path) -> bool:
+        """``landing`` is this checkpoint's folder."""
+        return self.landing == landing or (self.inferred and landing in self.landing.parents)
 
 
 def owner_of(checkpoint_dir: Path) -> Owner | None:
@@ -50,13 +57,8 @@ def owner_of(checkpoint_dir: Path) -> Owner | None:
     for stream in sorted(checkpoint_dir.glob("*/sources/0")):
         path = _first_logged_path(stream)
         if path is not None:
-            return Owner(path.parent)
+            return Owner(path.parent, inferred=True)
     return None
-
-
-def landing_of(checkpoint_dir: Path) -> Path | None:
-    found = owner_of(checkpoint_dir)
-    return found.landing if found is not None else None
 
 
 def claim(config: IngestConfig) -> None:
@@ -65,7 +67,7 @@ def claim(config: IngestConfig) -> None:
     folder, landing = config.checkpoint_dir, config.landing
     archive = config.archive_dir if config.processed == "archive" else None
     found = owner_of(folder)
-    if found is not None and found.landing != landing:
+    if found is not None and not found.holds(landing):
         raise ConfigError(
             f"the checkpoints in {folder} belong to the ingest of {found.landing}, not "
             f"{landing}: each landing folder needs its own --query-id (e.g. --query-id "
@@ -73,7 +75,7 @@ def claim(config: IngestConfig) -> None:
         )
     if found is not None and archive is None:
         archive = found.archive_dir  # files archived by an earlier run are still there
-    if found is None or not (folder / RECORD).is_file() or found.archive_dir != archive:
+    if found is None or found.inferred or found.archive_dir != archive:
         _write(folder, landing, archive)
 
 

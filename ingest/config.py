@@ -198,9 +198,10 @@ def query_id_for(data_dir: Path, landing: Path, given: str | None) -> str:
     land = landing.expanduser().resolve()
     if land == (data_dir / "landing").resolve():
         return DEFAULT_QUERY_ID
-    from ingest.checkpoints import landing_of  # the checkpoint's own record of its folder
+    from ingest.checkpoints import owner_of  # the checkpoint's own record of its folder
 
-    if landing_of(data_dir / "checkpoints" / DEFAULT_QUERY_ID) == land:
+    found = owner_of(data_dir / "checkpoints" / DEFAULT_QUERY_ID)
+    if found is not None and found.holds(land):
         return DEFAULT_QUERY_ID
     return derived_query_id(land)
 

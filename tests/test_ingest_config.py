@@ -247,7 +247,7 @@ def test_a_folder_ingested_as_ingest_before_keeps_that_name(tmp_path):
 
 
 def test_a_checkpoint_written_before_the_record_is_known_by_its_source_log(tmp_path):
-    from ingest.checkpoints import landing_of
+    from ingest.checkpoints import owner_of
 
     folder = tmp_path / "cp"
     log = folder / "text" / "sources" / "0"
@@ -255,8 +255,15 @@ def test_a_checkpoint_written_before_the_record_is_known_by_its_source_log(tmp_p
     (log / "0").write_text(
         'v1\n{"path":"file:///data/land%20a/f.jsonl","timestamp":1,"batchId":0}\n'
     )
-    assert landing_of(folder) == Path("/data/land a")
-    assert landing_of(tmp_path / "new") is None
+    first = owner_of(folder)
+    assert first is not None and first.landing == Path("/data/land a")
+    assert owner_of(tmp_path / "new") is None
+    (log / "0").write_text(  # a file in a subfolder: the landing folder is an ancestor
+        'v1\n{"path":"file:///data/land/sub/f.jsonl","timestamp":1,"batchId":0}\n'
+    )
+    owner = owner_of(folder)
+    assert owner is not None and owner.holds(Path("/data/land")) and owner.holds(owner.landing)
+    assert not owner.holds(Path("/data/other"))
 
 
 def test_a_second_landing_folder_on_one_query_id_is_refused_before_spark(
