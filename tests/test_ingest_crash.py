@@ -135,9 +135,11 @@ def test_killed_mid_batch_then_restarted_is_exactly_once(make_store, tmp_path, f
     try:
         wait_for_batches(dsn, 3, proc)
     finally:  # stop as a supervisor (SIGTERM) or a person at a terminal (Ctrl-C) would
-        proc.send_signal(signal.SIGTERM if fault == "before_commit" else signal.SIGINT)
+        stop_with = signal.SIGTERM if fault == "before_commit" else signal.SIGINT
+        proc.send_signal(stop_with)
         _out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err[-2000:]
+    # a clean stop either way: 0 after SIGTERM, the shell's 130 after Ctrl-C
+    assert proc.returncode == (0 if stop_with == signal.SIGTERM else 130), err[-2000:]
     assert_no_process_left(tag)
     if fault == "after_commit":
         assert "batch 0: already committed, skipped" in err
