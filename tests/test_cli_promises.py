@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
@@ -396,3 +397,32 @@ def test_delta_prints_the_window_it_lands_in(timeline, key, n, total):
     doc = json.loads(_current(timeline, "--delta", "5s", "--json", *keyed).stdout)
     assert [(w["start"][11:19], w["n"], w["sum"]) for w in doc["windows"]] == [
         ("12:00:10", n, total)]
+
+
+# -- the client leaves the scheduler's policy alone -------------------------------------------
+
+def _default_history(dsn: str) -> float | None:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT history_s FROM slidewin.retention_settings "
+                           "WHERE name = 'default'").fetchone()
+    return None if row is None else float(row[0])
+
+
+def test_client_with_deleter_jobs_keeps_the_stored_policy_unless_told(client_store):
+    """`slidewin jobs add retention --history 2h`, then `slidewin client --deleter jobs`: the
+    scheduler goes on keeping two hours (the client once wrote its own default, 30 s, over it,
+    and 1 min windows were then refused); given --historyseconds, the client sets it."""
+    dsn, landing = client_store
+    env = {**os.environ, "SLIDEWIN_DSN": dsn}
+    subprocess.run(slidewin_argv("jobs", "add", "retention", "--history", "2h"), env=env,
+                   check=True, capture_output=True)
+    argv = slidewin_argv("client", "--duration", "2", "--warmup", "0", "--ratelimit", "100",
+                         "--landing", str(landing), "--deleter", "jobs", "--view", "plain")
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _default_history(dsn) == 7200.0
+    assert "the scheduler keeps the store's policy 'default'" in done.stderr
+    done = subprocess.run([*argv, "--historyseconds", "60"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _default_history(dsn) == 60.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -30,6 +31,7 @@ from client.sim.live import Display, NullDisplay, make_display
 from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
 from db.limits import MAX_CHUNK
+from db.retention_settings import DEFAULT_NAME, read_settings
 from db.schema import require_schema
 from db.signals import Stop, stop_on_signals
 
@@ -83,6 +85,16 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(_OPTIONS):
         func = option(func)
     return func
+
+
+RETENTION_OPTIONS = ("maxrows", "historyseconds", "deletechunksize", "deleteyieldtime")
+
+
+def gave_retention_options() -> bool:
+    """Did the command line set a retention option (rather than leave its default)?"""
+    ctx = click.get_current_context()
+    return any(ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+               for name in RETENTION_OPTIONS)
 
 
 def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: Any) -> ClientConfig:
@@ -162,7 +174,8 @@ def totals_so_far(session: ClientSession) -> dict[str, Any]:
 @client_options
 @click.option("--deleter", type=click.Choice(DELETERS), default="client", show_default=True,
               help="With --no-inline: who runs the retention deletes -- this client (in a "
-              "thread) or the scheduler (`slidewin jobs run`).")
+              "thread), or the scheduler (`slidewin jobs run`), which keeps the store's "
+              "policy unless --historyseconds, --maxrows, ... are given.")
 @pass_app
 def client_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
                    deleter: str, **opts: Any) -> None:
@@ -179,10 +192,16 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
       slidewin client --duration 60 --ratelimit 20000
       slidewin client --maxrows 100000 --historyseconds 0 --deletechunksize 500
       slidewin client --inline --landing /tmp/landing      # ingest runs with --inline
+      slidewin client --deleter jobs   # `slidewin jobs run` deletes, by the stored policy
     """
     config = build_config(app, landing, deleter, **opts)
+    if deleter == "jobs" and not gave_retention_options():
+        config = replace(config, record_policy=False)
     with app.connect() as conn:
         require_schema(conn)
+        if not config.record_policy and read_settings(conn, DEFAULT_NAME) is not None:
+            app.progress("retention: the scheduler keeps the store's policy 'default' "
+                         "(--historyseconds and --maxrows set it when given)")
     stop = Stop()
     app.progress(f"writing {config.ratelimit:g} events/s into {config.landing} "
                  f"for {config.duration:g} s")

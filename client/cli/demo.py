@@ -69,6 +69,16 @@ def demo_sessions(gap: timedelta) -> sessions.SessionDef:
     return sessions.SessionDef(SESSION_NAME, gap, grace, max(timedelta(minutes=10), gap + grace))
 
 
+def _retention_stays(config: ClientConfig) -> str:
+    """The demo stored its retention as the store's policy 'default' (the scheduler's job and
+    the ingest's expired rule): say that it stays, and how to change it."""
+    limits = [f"history {config.history_s:g}s" if config.history_s else "",
+              f"max rows {config.max_rows}" if config.max_rows else ""]
+    return (f"retention policy 'default' ({', '.join(x for x in limits if x)}) stays in the "
+            "store for later `slidewin jobs run` and ingests; change it with `slidewin jobs add "
+            "retention --history ...`")
+
+
 def _leave_session_window(app: AppContext, keep: bool) -> None:
     """The demo's session window would change what every later ingest does (each keeps its
     sessions): remove it, or say that it stays."""
@@ -308,6 +318,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
             demo.cleanup()
             if registered:
                 _leave_session_window(app, keep_session_window)
+            app.progress(_retention_stays(config))
     if summary is not None:
         app.error_totals = summary.as_json  # a failure's JSON line carries the whole summary
     if demo.died:

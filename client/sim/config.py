@@ -39,6 +39,9 @@ class ClientConfig:
     maxinterval_ms: float = 10.0
     reconnect_timeout: float = 180.0  # seconds to wait for a database that went away
     keys: int | None = None  # a pool of keys with bursts and pauses (None: a fresh uuid each)
+    # store the options' policy as the store's `default` (False: keep a stored one -- with
+    # --deleter jobs the scheduler's policy is the user's, unless they gave retention options)
+    record_policy: bool = True
     burst: float = 5.0
     pause: float = 20.0
 

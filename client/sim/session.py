@@ -37,7 +37,12 @@ from db.clock import Clock, utc_now
 from db.connect import connect
 from db.errors import DatabaseUnavailable
 from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
-from db.retention_settings import DEFAULT_NAME, RetentionSettings, upsert_settings
+from db.retention_settings import (
+    DEFAULT_NAME,
+    RetentionSettings,
+    read_settings,
+    upsert_settings,
+)
 from jobs.config import RetentionPolicy
 
 FRESHNESS_POLL_S = 0.01
@@ -198,7 +203,8 @@ class ClientSession:
         files); if it does not come back within --reconnect-timeout, DatabaseUnavailable."""
         self._stop = stop
         with connect(self.dsn, autocommit=True) as conn:
-            record_retention(conn, self.config)
+            if self.config.record_policy or read_settings(conn, DEFAULT_NAME) is None:
+                record_retention(conn, self.config)
         started = time.monotonic()
         timing = Timing(started, started + self.config.warmup, started + self.config.duration)
         self.start_threads()
