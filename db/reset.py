@@ -17,6 +17,7 @@ other connections to the database, and the command refuses while there are any.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import psycopg
@@ -44,14 +45,23 @@ class Session:
         return f"{who} (pid {self.pid}{', from ' + self.client if self.client else ''})"
 
 
-def other_sessions(conn: psycopg.Connection) -> list[Session]:
-    """The database's other client connections (an ingest, a scheduler, psql, ...)."""
-    rows = conn.execute(
-        "SELECT pid, coalesce(application_name, ''), coalesce(host(client_addr), '') "
-        "FROM pg_stat_activity WHERE datname = current_database() "
-        "AND pid <> pg_backend_pid() AND backend_type = 'client backend' ORDER BY pid"
-    ).fetchall()
-    return [Session(pid, app, client) for pid, app, client in rows]
+SETTLE_S = 2.0  # a connection closed a moment ago may still be listed while its backend exits
+
+
+def other_sessions(conn: psycopg.Connection, settle_s: float = SETTLE_S) -> list[Session]:
+    """The database's other client connections (an ingest, a scheduler, psql, ...); those
+    that go within ``settle_s`` -- a backend still exiting after its client closed -- are not
+    counted."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        rows = conn.execute(
+            "SELECT pid, coalesce(application_name, ''), coalesce(host(client_addr), '') "
+            "FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' ORDER BY pid"
+        ).fetchall()
+        if not rows or time.monotonic() >= deadline:
+            return [Session(pid, app, client) for pid, app, client in rows]
+        time.sleep(0.1)
 
 
 # a session window definition's progress over the events (see the module docstring); its
