@@ -57,6 +57,7 @@ ARGS: dict[str, list[str]] = {
     "jobs add retention": ["--history", "30s"],
     "jobs add stats": [],
     "jobs list": [],
+    "db reset": ["--yes"],
     "jobs pause": ["default"],
     "jobs remove": ["default"],
     "jobs resume": ["default"],
