@@ -29,7 +29,6 @@ exact bytes (``raw_bytes``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -38,6 +37,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
+
+from ingest.rules import Rule, Step, got, reason_steps, select
 
 if TYPE_CHECKING:
     from ingest.config import IngestConfig
@@ -66,12 +67,6 @@ CSV_SPANS_LINES = (
     "unbalanced quotes: a quoted CSV field spans lines; write one event per line"
 )
 BAD_TS = "ts is not ISO-8601 or epoch ms in years 0001-9999"
-# A validation rule: (condition, reason code, detail text); the first rule that holds wins.
-Rule = tuple[Column, "str | Column", Column]
-_REASON = "_slidewin_reason"  # the staged reason column (input columns may be named reason)
-# One step of a plan: a select or a filter whose Columns are built once, because building a
-# Column costs a py4j round trip (see the README's "Why the code is shaped so").
-Step = Callable[[DataFrame], DataFrame]
 
 
 @dataclass(frozen=True)
@@ -150,10 +145,6 @@ def output_steps(stream: str, partitions: int) -> list[Step]:
     return _output_steps(partitions, has_raw=stream != "parquet")
 
 
-def _select(*columns: Column | str) -> Step:
-    return lambda df: df.select(*columns)
-
-
 def parse_text(df: DataFrame) -> DataFrame:
     """Lines -> ``source, raw, uuid, val, ts, reason, detail`` (reason NULL when valid)."""
     return apply(df, _text_steps())
@@ -173,11 +164,11 @@ def _text_steps() -> list[Step]:
     )
     return [
         lambda df: df.where(keep),
-        _select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f")),
-        _select("source", "raw", "is_csv", "f.*"),
+        select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f")),
+        select("source", "raw", "is_csv", "f.*"),
         # ts parsed once, in a projection of its own: the rules and the output both read it, so
         # Spark keeps it apart instead of parsing it again for each (parsing is the dear part)
-        _select("*", _parse_ts(F.trim(F.col("ts"))).alias(_TS)),
+        select("*", _parse_ts(F.trim(F.col("ts"))).alias(_TS)),
         *_validate_text(),
     ]
 
@@ -201,7 +192,7 @@ def _validate_text() -> list[Step]:
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
         *_value_rules(uuid, val_s, ts_s, F.col(_TS)),
     ]
-    return _reason_steps(rules, [
+    return reason_steps(rules, [
         F.col("source"),
         raw.alias("raw"),
         uuid.alias("uuid"),
@@ -234,9 +225,9 @@ def _value_rules(uuid: Column, val_s: Column, ts_s: Column, ts: Column) -> list[
     ``ts_s`` parsed)."""
     return [
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
-        (~val_s.rlike(r"^[+-]?\d+$"), "bad_type", _got("val must be an integer", val_s)),
-        (val_s.try_cast("bigint").isNull(), "out_of_range", _got("val outside 64-bit", val_s)),
-        (ts.isNull(), "bad_ts", _got(BAD_TS, ts_s)),
+        (~val_s.rlike(r"^[+-]?\d+$"), "bad_type", got("val must be an integer", val_s)),
+        (val_s.try_cast("bigint").isNull(), "out_of_range", got("val outside 64-bit", val_s)),
+        (ts.isNull(), "bad_ts", got(BAD_TS, ts_s)),
     ]
 
 
@@ -268,10 +259,10 @@ def _parquet_steps() -> list[Step]:
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
         (~F.is_valid_utf8(uuid), "bad_encoding", F.lit(BAD_ENCODING_UUID)),
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
-        (~ts.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS)), "bad_ts", _got(BAD_TS, ts)),
+        (~ts.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS)), "bad_ts", got(BAD_TS, ts)),
     ]
     columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts"))]
-    return _reason_steps(rules, columns)
+    return reason_steps(rules, columns)
 
 
 def _raw(has_raw: bool) -> Column:
@@ -307,16 +298,16 @@ def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
     ahead = _at_run_time(_after(limits.now, limits.max_future))
     rules: list[Rule] = [
         (F.col("reason").isNotNull(), F.col("reason"), F.col("detail")),
-        (micros > ahead, "future", _got("ts ahead of the clock", ts)),
+        (micros > ahead, "future", got("ts ahead of the clock", ts)),
     ]
     if newest is not None and limits.history is not None:
         horizon = _at_run_time(_before(newest, limits.history))
-        rules.append((micros < horizon, "expired", _got("ts before the retention horizon", ts)))
+        rules.append((micros < horizon, "expired", got("ts before the retention horizon", ts)))
     if newest is not None:
         late = _at_run_time(_before(newest, limits.grace))
-        rules.append((micros < late, "late", _got("ts later than grace", ts)))
+        rules.append((micros < late, "late", got("ts later than grace", ts)))
     names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
-    return _reason_steps(rules, [F.col(c) for c in names], cheap=True)
+    return reason_steps(rules, [F.col(c) for c in names], cheap=True)
 
 
 def _ts_lit(value: datetime) -> Column:
@@ -370,7 +361,7 @@ def batch_output(df: DataFrame, partitions: int) -> DataFrame:
 
 def _output_steps(partitions: int, has_raw: bool) -> list[Step]:
     ok = F.col("reason").isNull()
-    return [_select(
+    return [select(
         F.when(ok, partition_expr(F.col("uuid"), partitions)).alias("part"),
         "uuid",
         "val",
@@ -447,39 +438,3 @@ def _clean(raw: Column) -> Column:
     """Text PostgreSQL can hold: invalid UTF-8 shown as U+FFFD, NUL as the two characters
     ``\\0`` (the exact bytes go to ``raw_bytes``)."""
     return F.replace(F.make_valid_utf8(raw), F.lit(NUL), F.lit("\\0"))
-
-
-def _got(text: str, value: Column) -> Column:
-    """A detail naming the bad value. A value may hold NUL (escaped in JSON): ``batch.split``
-    makes the details of rejected rows storable, on the driver -- cleaned here, or anywhere in
-    the plan, Spark spent as much on it as on the whole parse, for every row."""
-    return F.concat(F.lit(text + ", got "), F.coalesce(value.cast("string"), F.lit("null")))
-
-
-def _reason_steps(
-    rules: list[Rule], columns: list[Column], *, cheap: bool = False
-) -> list[Step]:
-    """``columns`` plus ``reason, detail`` of the first rule that holds (both NULL if none).
-
-    Two flat CASE expressions rather than one struct per row, which Spark would build and
-    unpack for every row. The
-    detail is computed only for a row that has a reason. ``cheap`` conditions (NULL tests,
-    comparisons) are evaluated in one projection; expensive ones (regular expressions,
-    timestamp parsing) get the reason computed once in a projection of its own, which Spark
-    keeps separate because the next one reads it twice."""
-    reason: Column | None = None
-    detail: Column | None = None
-    for cond, code, text in rules:
-        value = code if isinstance(code, Column) else F.lit(code)
-        reason = F.when(cond, value) if reason is None else reason.when(cond, value)
-        detail = F.when(cond, text) if detail is None else detail.when(cond, text)
-    assert reason is not None and detail is not None, "at least one rule"
-    if cheap:
-        return [_select(*columns, reason.cast("string").alias("reason"),
-                        F.when(reason.isNotNull(), detail.cast("string")).alias("detail"))]
-    why = F.col(_REASON)
-    detail = F.when(why.isNotNull(), detail.cast("string"))
-    return [
-        _select("*", reason.cast("string").alias(_REASON)),
-        _select(*columns, why.alias("reason"), detail.alias("detail")),
-    ]
