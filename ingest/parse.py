@@ -16,8 +16,9 @@ Validation gives each row at most one reason, checked in this order: ``bad_encod
 line, or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object / not CSV / a
 NUL byte in the line / a CSV line with unbalanced quotes, i.e. part of a record spanning
 lines), ``missing_field``, ``bad_uuid`` (over 200 characters or a NUL), ``bad_type`` (val not
-an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor integer
-epoch milliseconds, a NUL, or outside years 0001-9999; naive ISO times are UTC), then against
+an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor an epoch
+number in the ``--epoch-unit``, ``ingest.eventtime``; a NUL, or outside years 0001-9999; naive
+ISO times are UTC), then against
 the clock and the stream: ``future`` (more than max_future ahead of now), ``expired`` (older
 than the newest event time seen before this batch minus history), ``late`` (older than that
 minus grace).
@@ -38,6 +39,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
+from ingest.eventtime import MAX_TS, MIN_TS, NUL, UNIT_WORDS, parse_ts, ts_lit
 from ingest.rules import Rule, Step, got, reason_steps, select
 
 if TYPE_CHECKING:
@@ -54,11 +56,6 @@ TEXT_EXTENSIONS = {
     "csv": ("csv",),
 }
 MAX_UUID_CHARS = 200
-# PostgreSQL's timestamptz reaches further both ways; ISO-8601's four-digit years are the range
-# both Spark and every producer agree on, so anything outside is bad_ts, never a failed COPY
-MIN_TS = datetime(1, 1, 1, tzinfo=UTC)
-MAX_TS = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
-NUL = "\u0000"
 REPLACEMENT = "\ufffd"  # what the JSON and CSV parsers make of bytes that are not UTF-8
 _TS = "_slidewin_ts"  # the staged parsed ts column
 BAD_ENCODING_LINE = "line is not valid UTF-8 (its exact bytes are in raw_bytes)"
@@ -66,7 +63,7 @@ BAD_ENCODING_UUID = "uuid is not valid UTF-8 (its exact bytes are in raw_bytes)"
 CSV_SPANS_LINES = (
     "unbalanced quotes: a quoted CSV field spans lines; write one event per line"
 )
-BAD_TS = "ts is not ISO-8601 or epoch ms in years 0001-9999"
+BAD_TS_RANGE = "ts outside years 0001-9999"
 
 
 @dataclass(frozen=True)
@@ -129,9 +126,10 @@ def apply(df: DataFrame, steps: list[Step]) -> DataFrame:
     return df
 
 
-def parse_steps(stream: str) -> list[Step]:
-    """Parsing a batch of this stream (Parquet or text) as steps."""
-    return _parquet_steps() if stream == "parquet" else _text_steps()
+def parse_steps(stream: str, epoch_unit: str = "auto") -> list[Step]:
+    """Parsing a batch of this stream (Parquet or text) as steps; ``epoch_unit`` reads a
+    ``ts`` that is a number (``ingest.eventtime``)."""
+    return _parquet_steps() if stream == "parquet" else _text_steps(epoch_unit)
 
 
 def classify_steps(stream: str, limits: Limits) -> list[Step]:
@@ -145,12 +143,12 @@ def output_steps(stream: str, partitions: int) -> list[Step]:
     return _output_steps(partitions, has_raw=stream != "parquet")
 
 
-def parse_text(df: DataFrame) -> DataFrame:
+def parse_text(df: DataFrame, epoch_unit: str = "auto") -> DataFrame:
     """Lines -> ``source, raw, uuid, val, ts, reason, detail`` (reason NULL when valid)."""
-    return apply(df, _text_steps())
+    return apply(df, _text_steps(epoch_unit))
 
 
-def _text_steps() -> list[Step]:
+def _text_steps(epoch_unit: str) -> list[Step]:
     is_csv = F.lower(F.col("source")).endswith(F.lit(".csv"))
     trimmed = F.trim(F.col("raw"))
     bare = F.regexp_replace(trimmed, "[\\s\ufeff]", "")  # a byte-order mark, too
@@ -168,12 +166,12 @@ def _text_steps() -> list[Step]:
         select("source", "raw", "is_csv", "f.*"),
         # ts parsed once, in a projection of its own: the rules and the output both read it, so
         # Spark keeps it apart instead of parsing it again for each (parsing is the dear part)
-        select("*", _parse_ts(F.trim(F.col("ts"))).alias(_TS)),
-        *_validate_text(),
+        select("*", parse_ts(F.trim(F.col("ts")), epoch_unit).alias(_TS)),
+        *_validate_text(epoch_unit),
     ]
 
 
-def _validate_text() -> list[Step]:
+def _validate_text(epoch_unit: str) -> list[Step]:
     uuid, val_s, ts_s = F.col("uuid"), F.trim(F.col("val")), F.trim(F.col("ts"))
     missing = _first_missing(uuid, val_s, ts_s)
     corrupt = F.col("_corrupt_record").isNotNull()
@@ -190,7 +188,7 @@ def _validate_text() -> list[Step]:
         (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_SPANS_LINES)),
         (corrupt & missing.isNull(), "malformed", F.lit("expected 3 CSV fields: uuid,val,ts")),
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
-        *_value_rules(uuid, val_s, ts_s, F.col(_TS)),
+        *_value_rules(uuid, val_s, ts_s, F.col(_TS), epoch_unit),
     ]
     return reason_steps(rules, [
         F.col("source"),
@@ -220,28 +218,18 @@ def _first_missing(uuid: Column, val_s: Column, ts_s: Column) -> Column:
     )
 
 
-def _value_rules(uuid: Column, val_s: Column, ts_s: Column, ts: Column) -> list[Rule]:
+def _value_rules(
+    uuid: Column, val_s: Column, ts_s: Column, ts: Column, epoch_unit: str
+) -> list[Rule]:
     """Why a present uuid/val/ts is unusable, in the order the reasons are checked (``ts``:
     ``ts_s`` parsed)."""
+    bad_ts = f"ts is not ISO-8601 or {UNIT_WORDS[epoch_unit]} in years 0001-9999"
     return [
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
         (~val_s.rlike(r"^[+-]?\d+$"), "bad_type", got("val must be an integer", val_s)),
         (val_s.try_cast("bigint").isNull(), "out_of_range", got("val outside 64-bit", val_s)),
-        (ts.isNull(), "bad_ts", got(BAD_TS, ts_s)),
+        (ts.isNull(), "bad_ts", got(bad_ts, ts_s)),
     ]
-
-
-def _parse_ts(ts_s: Column) -> Column:
-    """ISO-8601 (naive = UTC: the session time zone) or integer epoch milliseconds, within
-    years 0001-9999; NULL otherwise. Spark's parser stops at a NUL and ignores the rest, so a
-    ts holding one is refused here rather than stored as a prefix of itself."""
-    millis = F.when(ts_s.rlike(r"^-?\d{1,15}$"), F.timestamp_millis(ts_s.try_cast("bigint")))
-    # digits only: epoch milliseconds; an ISO time holds a ":", which spares the regular
-    # expression for almost every row
-    digits = ~ts_s.contains(":") & ts_s.rlike(r"^-?\d+$")
-    parsed = F.when(digits, millis).otherwise(F.try_to_timestamp(ts_s))
-    usable = ~ts_s.contains(NUL) & parsed.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS))
-    return F.when(usable, parsed)
 
 
 def _parquet_steps() -> list[Step]:
@@ -259,7 +247,7 @@ def _parquet_steps() -> list[Step]:
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
         (~F.is_valid_utf8(uuid), "bad_encoding", F.lit(BAD_ENCODING_UUID)),
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
-        (~ts.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS)), "bad_ts", got(BAD_TS, ts)),
+        (~ts.between(ts_lit(MIN_TS), ts_lit(MAX_TS)), "bad_ts", got(BAD_TS_RANGE, ts)),
     ]
     columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts"))]
     return reason_steps(rules, columns)
@@ -308,13 +296,6 @@ def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
         rules.append((micros < late, "late", got("ts later than grace", ts)))
     names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
     return reason_steps(rules, [F.col(c) for c in names], cheap=True)
-
-
-def _ts_lit(value: datetime) -> Column:
-    """A timestamp literal by its microseconds: a Python datetime before 1582 reaches Spark
-    shifted by the Julian/Gregorian gap (year 1 came out two days late)."""
-    micros = (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
-    return F.timestamp_micros(F.lit(micros))
 
 
 def _at_run_time(value: datetime) -> Column:

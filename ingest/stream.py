@@ -177,7 +177,7 @@ class BatchHandler:
         )
         if self._fixed is None:
             self._fixed = (
-                parse.parse_steps(self.stream),
+                parse.parse_steps(self.stream, self.config.epoch_unit),
                 parse.output_steps(self.stream, self.partitions),
             )
         head, tail = self._fixed
@@ -234,7 +234,7 @@ class BatchHandler:
         if check.kind == "unreadable":
             return batch.unreadable_file(PurePosixPath(check.path).name, check.path, check.reason)
         steps = [
-            *parse.parse_steps("text"),
+            *parse.parse_steps("text", self.config.epoch_unit),
             *parse.classify_steps("text", limits),
             *parse.output_steps("text", self.partitions),
         ]

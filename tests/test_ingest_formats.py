@@ -85,6 +85,53 @@ def results(spark, dsn, tmp_path, **kw):
     return lines, totals
 
 
+# ------------------------------------------------------------ 5: epoch numbers
+
+
+EPOCH_TEXT = {  # the ts as sent -> seconds after T0 (auto: the unit by magnitude)
+    str(T0_S): 0,  # seconds (used to be read as milliseconds: 1970-01-21)
+    f"{T0_S}.25": 0.25,  # decimal seconds
+    f"{T0_S}500": 0.5,  # milliseconds
+    f"{T0_S}750000": 0.75,  # microseconds
+    f"{T0_S + 1}000000999": 1.000000,  # nanoseconds, cut to the microsecond
+    "1.76726880225E9": 2.25,  # a JSON number with a fraction, as Java renders it
+}
+
+
+def test_epoch_numbers_are_read_by_magnitude(spark, store_dsn, iconn, land, tmp_path):
+    lines = [
+        {"uuid": f"j{i}", "val": i, "ts": json.loads(ts) if "E" not in ts else ts}
+        for i, ts in enumerate(EPOCH_TEXT)
+    ]
+    drop(land, "epochs.jsonl", jsonl(*lines))
+    csv = "".join(f"c{i},{i},{ts}\n" for i, ts in enumerate(EPOCH_TEXT)).encode()
+    drop(land, "epochs.csv", csv)
+    ingest_once(spark, store_dsn, tmp_path, format="auto", max_files_per_trigger=5)
+    want = {f"{kind}{i}": (i, at(s)) for kind in "jc" for i, s in enumerate(EPOCH_TEXT.values())}
+    assert by_uuid(iconn) == want
+    assert dead(iconn, "raw") == []
+
+
+def test_an_explicit_epoch_unit_reads_every_number_in_it(spark, store_dsn, iconn, land, tmp_path):
+    """``--epoch-unit ms``: a small number is milliseconds after all (1970-01-21, as asked);
+    ``--epoch-unit s`` would put a millisecond time past year 9999: ``bad_ts``, never wrapped."""
+    drop(land, "ms.csv", f"m1,1,{T0_S}\nm2,2,{T0_S}123\n".encode())
+    ingest_once(spark, store_dsn, tmp_path, format="csv", epoch_unit="ms")
+    assert by_uuid(iconn) == {
+        "m1": (1, EPOCH + timedelta(milliseconds=T0_S)),
+        "m2": (2, T0 + timedelta(milliseconds=123)),
+    }
+    clean_ingest_state(iconn).execute("TRUNCATE slidewin.events, slidewin.dead_letters")
+    (land / "ms.csv").unlink()
+    drop(land, "s.csv", f"s1,1,{T0_S}\ns2,2,{T0_S}123\n".encode(), age_s=5)
+    ingest_once(spark, store_dsn, tmp_path, format="csv", epoch_unit="s",
+                checkpoint_dir=tmp_path / "cp-s")
+    assert by_uuid(iconn) == {"s1": (1, T0)}
+    assert dead(iconn, "reason", "detail") == [(
+        "bad_ts", f"ts is not ISO-8601 or epoch seconds in years 0001-9999, got {T0_S}123"
+    )]
+
+
 # ------------------------------------------------------------ 5: file names, extra fields
 
 
