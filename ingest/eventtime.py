@@ -103,3 +103,12 @@ def _within(n: Column, bound: int) -> Column:
     """``-bound < n < bound`` (no ``abs``: the smallest bigint has no positive twin)."""
     low, high = (-bound, bound) if bound < 2**63 else (Decimal(-bound), Decimal(bound))
     return (n > F.lit(low)) & (n < F.lit(high))
+
+
+def from_nanos(n: Column) -> Column:
+    """A bigint of nanoseconds in whole microseconds, rounded toward the past (``div`` rounds
+    toward zero, which would move times before 1970 forward); exactly, with no floating
+    point: below zero, floor(n / 1000) = ((n + 1) div 1000) - 1, never past 64 bits."""
+    thousand = F.lit(1000)
+    micros = F.when(n < F.lit(0), F.call_function("div", n + F.lit(1), thousand) - F.lit(1))
+    return micros.otherwise(F.call_function("div", n, thousand))

@@ -16,6 +16,9 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from ingest.progress import Totals
@@ -150,3 +153,80 @@ def test_a_file_name_that_is_not_utf8_is_renamed_read_and_reported(
         "renamed to caf%E9.jsonl"
     ]
     assert sorted(os.listdir(os.fsencode(land))) == [b"caf%E9.jsonl", b"good.jsonl"]
+
+
+# ------------------------------------------------------------ 11: Parquet as written
+
+
+def _table(uuids: list[str], vals: pa.Array, ts: pa.Array) -> pa.Table:
+    return pa.table({"uuid": uuids, "val": vals, "ts": ts})
+
+
+def test_parquet_of_every_timestamp_unit_and_integer_width(
+    spark, store_dsn, iconn, land, tmp_path
+):
+    """pandas' defaults (TIMESTAMP(NANOS), naive or UTC; int32), every unit pyarrow writes,
+    naive times (UTC, as in text), INT96 and integer widths 8 to 64 bits, signed or not:
+    every value stored exactly (nanoseconds cut to the microsecond, toward the past)."""
+    us = int((T0 - EPOCH) / timedelta(microseconds=1))
+    frame = pd.DataFrame({
+        "uuid": ["pd1", "pd2"],
+        "val": pd.array([1, -2], dtype="int32"),
+        "ts": pd.to_datetime([us * 1000 + 123_456_789, us * 1000 - 1], unit="ns"),
+    })
+    frame.to_parquet(land / "pandas_naive.parquet")  # pandas' defaults: ns, naive
+    utc = frame.assign(uuid=["pu1", "pu2"], ts=frame["ts"].dt.tz_localize("UTC"))
+    utc.to_parquet(land / "pandas_utc.parquet")
+    cat = frame.assign(uuid=pd.Categorical(["pc1", "pc2"]))  # a dictionary column
+    cat.to_parquet(land / "pandas_category.parquet")
+    want = {
+        "pd1": (1, at(0.123456)), "pd2": (-2, at(-0.000001)),
+        "pu1": (1, at(0.123456)), "pu2": (-2, at(-0.000001)),
+        "pc1": (1, at(0.123456)), "pc2": (-2, at(-0.000001)),
+    }
+    # T0 in each unit, one unit after and one before (a nanosecond before T0 is, cut toward
+    # the past, a microsecond before; one after is T0)
+    units = {"s": (us // 10**6, timedelta(seconds=1), timedelta(seconds=1)),
+             "ms": (us // 1000, timedelta(milliseconds=1), timedelta(milliseconds=1)),
+             "us": (us, timedelta(microseconds=1), timedelta(microseconds=1)),
+             "ns": (us * 1000, timedelta(0), timedelta(microseconds=1))}
+    for unit, (t0, after, before) in units.items():
+        for tz in ("UTC", None):
+            name = f"{unit}{'z' if tz else 'n'}"
+            pq.write_table(_table([f"{name}1", f"{name}2"], pa.array([1, 2]),
+                                  pa.array([t0 + 1, t0 - 1], pa.timestamp(unit, tz=tz))),
+                           land / f"ts_{name}.parquet")
+            want[f"{name}1"], want[f"{name}2"] = (1, T0 + after), (2, T0 - before)
+    pq.write_table(_table(["i96"], pa.array([5]), pa.array([us * 1000], pa.timestamp("ns"))),
+                   land / "int96.parquet", use_deprecated_int96_timestamps=True)
+    want["i96"] = (5, T0)
+    widths = {"int8": -128, "int16": -32768, "int32": -(2**31), "int64": -(2**63),
+              "uint8": 255, "uint16": 65535, "uint32": 2**32 - 1, "uint64": 2**63 - 1}
+    for kind, value in widths.items():
+        pq.write_table(_table([kind], pa.array([value], getattr(pa, kind)()),
+                              pa.array([us], pa.timestamp("us", tz="UTC"))),
+                       land / f"val_{kind}.parquet")
+        want[kind] = (value, T0)
+    pq.write_table(_table(["too_big"], pa.array([2**64 - 1], pa.uint64()),
+                          pa.array([us], pa.timestamp("us", tz="UTC"))), land / "u64max.parquet")
+    ingest_once(spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=64)
+    assert by_uuid(iconn) == want
+    assert dead(iconn, "source", "reason") == [("u64max.parquet", "out_of_range")]
+
+
+def test_a_parquet_file_of_ok_schema_is_read_typed(tmp_path):
+    """Integer widths and ms/us timestamps (UTC or naive) need no JSON detour; nanoseconds and
+    64-bit unsigned do (Spark refuses the one and reads the other as a decimal)."""
+    from ingest import foreign
+
+    ts_us = pa.array([0], pa.timestamp("us"))
+    cases = {
+        "int16": (pa.array([1], pa.int16()), ts_us, "ok"),
+        "uint32": (pa.array([1], pa.uint32()), ts_us, "ok"),
+        "uint64": (pa.array([1], pa.uint64()), ts_us, "foreign"),
+        "ms": (pa.array([1]), pa.array([0], pa.timestamp("ms", tz="UTC")), "ok"),
+        "ns": (pa.array([1]), pa.array([0], pa.timestamp("ns")), "foreign"),
+    }
+    for name, (val, ts, kind) in cases.items():
+        pq.write_table(_table(["k"], val, ts), tmp_path / f"{name}.parquet")
+        assert foreign.check(str(tmp_path / f"{name}.parquet")).kind == kind, name
