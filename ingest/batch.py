@@ -10,6 +10,8 @@ kept (deterministic, whatever the row order), ``copies`` = how many times it occ
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,6 +35,12 @@ def split(table: pa.Table) -> BatchRows:
     bad = storable_details(table.filter(pc.invert(valid)).select(list(DEAD_LETTER_COLUMNS)))
     good = table.filter(valid).select(["part", "uuid", "val", "ts"])
     return BatchRows(good=dedup(good), bad=bad)
+
+
+def newest_valid(table: pa.Table) -> datetime | None:
+    """The newest event time of the valid rows of a ``batch_output`` table (``parse.Limits``)."""
+    ts = table.filter(pc.is_null(table["reason"]))["ts"]
+    return pc.max(ts).as_py() if len(ts) else None
 
 
 def storable_details(bad: pa.Table) -> pa.Table:

@@ -18,10 +18,10 @@ NUL byte in the line / a CSV line with unbalanced quotes, i.e. part of a record 
 lines), ``missing_field``, ``bad_uuid`` (over 200 characters or a NUL), ``bad_type`` (val not
 an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor an epoch
 number in the ``--epoch-unit``, ``ingest.eventtime``; a NUL, or outside years 0001-9999; naive
-ISO times are UTC), then against
-the clock and the stream: ``future`` (more than max_future ahead of now), ``expired`` (older
-than the newest event time seen before this batch minus history), ``late`` (older than that
-minus grace).
+ISO times are UTC), then against the clock and the stream: ``future`` (more than max_future
+ahead of now), ``expired`` (older than the newest event time seen before this batch minus
+history; in a stream's first batch, the batch's own newest valid event time), ``late`` (older
+than the newest seen before this batch minus grace; never in a first batch).
 
 Whatever its bytes, a rejected row's dead letter holds text PostgreSQL can store (``raw``,
 invalid UTF-8 as U+FFFD and NUL as ``\\0``) and, where that text is not the input itself, the
@@ -68,13 +68,19 @@ BAD_TS_RANGE = "ts outside years 0001-9999"
 
 @dataclass(frozen=True)
 class Limits:
-    """What a batch is classified against: the clock and the stream state before the batch."""
+    """What a batch is classified against: the clock and the stream state before the batch.
+
+    ``newest_in_batch``: in a stream's first batch (no ``newest_before``), the batch's own
+    newest valid event time (``newest_valid``), which ``expired`` is judged against as the
+    next batch would judge the same events; ``late`` never applies (a batch is not late
+    against itself)."""
 
     now: datetime
     newest_before: datetime | None
     grace: timedelta
     history: timedelta | None
     max_future: timedelta
+    newest_in_batch: datetime | None = None
 
 
 def read_stream(spark: SparkSession, config: IngestConfig, stream: str) -> DataFrame:
@@ -288,14 +294,26 @@ def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
         (F.col("reason").isNotNull(), F.col("reason"), F.col("detail")),
         (micros > ahead, "future", got("ts ahead of the clock", ts)),
     ]
-    if newest is not None and limits.history is not None:
-        horizon = _at_run_time(_before(newest, limits.history))
+    horizon_of = newest if newest is not None else limits.newest_in_batch
+    if horizon_of is not None and limits.history is not None:
+        horizon = _at_run_time(_before(horizon_of, limits.history))
         rules.append((micros < horizon, "expired", got("ts before the retention horizon", ts)))
     if newest is not None:
         late = _at_run_time(_before(newest, limits.grace))
         rules.append((micros < late, "late", got("ts later than grace", ts)))
     names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
     return reason_steps(rules, [F.col(c) for c in names], cheap=True)
+
+
+def newest_valid(classified: DataFrame) -> datetime | None:
+    """The newest event time of the rows a ``classify`` plan (of a stream's first batch: no
+    stream time yet) accepts -- what that batch's ``expired`` rule is judged against (see
+    ``Limits``). One small Spark job: a max over the batch."""
+    valid = classified.where(F.col("reason").isNull())
+    micros = valid.agg(F.max(F.unix_micros("ts")).alias("m")).first()
+    if micros is None or micros["m"] is None:
+        return None
+    return _EPOCH + timedelta(microseconds=micros["m"])
 
 
 def _at_run_time(value: datetime) -> Column:

@@ -181,6 +181,9 @@ class BatchHandler:
                 parse.output_steps(self.stream, self.partitions),
             )
         head, tail = self._fixed
+        if newest_before is None and self.config.history is not None:
+            newest = self._newest_in_batch(df, batch_id, limits, by_file=by_file)
+            limits = replace(limits, newest_in_batch=newest)
         steps = [*head, *parse.classify_steps(self.stream, limits), *tail]
         if not by_file:
             plan = parse.apply(df, steps)
@@ -214,6 +217,29 @@ class BatchHandler:
             return
         for names in file_chunks(paths):  # Spark runs in this thread: dedup in the writer's
             yield partial(batch.split, self._collect_chunk(spark, names, steps, limits))
+
+    def _newest_in_batch(
+        self, df: DataFrame, batch_id: int, limits: parse.Limits, *, by_file: bool
+    ) -> datetime | None:
+        """A stream's first batch has no stream time: its own newest valid event time is what
+        ``expired`` is judged against (``parse.Limits``), one pass over the batch before it."""
+        assert self._fixed is not None
+        head, tail = self._fixed
+        judged = [*head, *parse.classify_steps(self.stream, limits)]
+        paths = batch_files(self.config.checkpoint_for(self.stream), batch_id) if by_file else []
+        if not paths:
+            try:
+                return parse.newest_valid(parse.apply(df, judged))
+            except SPARK_ERRORS as exc:
+                if by_file:
+                    raise
+                raise _PulledBatchFailed(first_line(str(exc))) from exc
+        spark, steps = df.sparkSession, [*judged, *tail]
+        found = [
+            batch.newest_valid(self._collect_chunk(spark, names, steps, limits))
+            for names in file_chunks([str(p) for p in paths])
+        ]
+        return max((t for t in found if t is not None), default=None)
 
     def _collect_chunk(
         self, spark: SparkSession, paths: list[str], steps: list[parse.Step], limits: parse.Limits

@@ -88,6 +88,51 @@ def results(spark, dsn, tmp_path, **kw):
     return lines, totals
 
 
+# ------------------------------------------------------------ 5: the first batch's rules
+
+
+def test_a_streams_first_batch_expires_old_events_as_the_next_batch_would(
+    spark, store_dsn, iconn, land, tmp_path
+):
+    """History 30 s. The first batch has no stream time before it; its own newest valid
+    event (c, T0) is what ``expired`` is judged against -- never a future one (f):
+
+        t      1970       T0-31s  T0-30s       T0        T0+2h
+               |old       |a      |b (horizon) |c newest |f future
+        batch 0: old, a expired; b, c stored; f future
+        batch 1: old2 and a2 (the same times) expired, as in batch 0
+    """
+    drop(land, "first.jsonl", jsonl(
+        {"uuid": "old", "val": 1, "ts": "1970-01-01T00:00:00Z"},
+        {"uuid": "a", "val": 2, "ts": at(-31).isoformat()},
+        {"uuid": "b", "val": 3, "ts": at(-30).isoformat()},
+        {"uuid": "c", "val": 4, "ts": ISO},
+        {"uuid": "f", "val": 5, "ts": at(7200).isoformat()},
+    ), age_s=20)
+    drop(land, "second.jsonl", jsonl(
+        {"uuid": "old2", "val": 1, "ts": "1970-01-01T00:00:00Z"},
+        {"uuid": "a2", "val": 2, "ts": at(-31).isoformat()},
+    ), age_s=10)
+    ingest_once(spark, store_dsn, tmp_path, history=timedelta(seconds=30))
+    assert set(by_uuid(iconn)) == {"b", "c"}
+    reasons = {json.loads(raw)["uuid"]: why for why, raw in dead(iconn, "reason", "raw")}
+    assert reasons == {
+        "old": "expired", "a": "expired", "f": "future", "old2": "expired", "a2": "expired"
+    }
+    assert iconn.execute("SELECT count(*) FROM slidewin.rollups").fetchone()[0] == 2
+
+
+def test_a_first_batch_read_file_by_file_expires_too(spark, store_dsn, iconn, land, tmp_path):
+    """A Parquet file of another schema makes the batch go file by file (``ingest.foreign``):
+    the first batch's newest valid event is found that way too."""
+    pq.write_table(pa.table({
+        "uuid": ["new", "old"], "val": ["1", "2"], "ts": [ISO, "1970-01-01T00:00:00Z"],
+    }), land / "texty.parquet")
+    ingest_once(spark, store_dsn, tmp_path, format="parquet", history=timedelta(seconds=30))
+    assert set(by_uuid(iconn)) == {"new"}
+    assert [r for (r,) in dead(iconn, "reason")] == ["expired"]
+
+
 # ------------------------------------------------------------ 5: epoch numbers
 
 
