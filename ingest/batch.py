@@ -30,11 +30,19 @@ GOOD_SCHEMA = pa.schema(
 
 
 def split(table: pa.Table) -> BatchRows:
-    """``batch_output`` rows -> BatchRows(good deduplicated, bad for the dead-letter table)."""
+    """``batch_output`` rows -> BatchRows(good deduplicated, bad for the dead-letter table,
+    the count of records with fields beyond uuid, val, ts)."""
     valid = pc.is_null(table["reason"])
     bad = storable_details(table.filter(pc.invert(valid)).select(list(DEAD_LETTER_COLUMNS)))
     good = table.filter(valid).select(["part", "uuid", "val", "ts"])
-    return BatchRows(good=dedup(good), bad=bad)
+    return BatchRows(good=dedup(good), bad=bad, extra=extra_records(table))
+
+
+def extra_records(table: pa.Table) -> int:
+    """Rows of a ``batch_output`` table flagged ``extra`` (a table without the column: none)."""
+    if "extra" not in table.column_names or table.num_rows == 0:
+        return 0
+    return int(pc.sum(table["extra"].cast(pa.int64())).as_py() or 0)
 
 
 def newest_valid(table: pa.Table) -> datetime | None:
@@ -84,5 +92,6 @@ def unreadable_file(name: str, path: str, error: str) -> pa.Table:
             "detail": [error],
             "raw": [path],
             "raw_bytes": pa.array([None], pa.string()),
+            "extra": pa.array([None], pa.bool_()),
         }
     )

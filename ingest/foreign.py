@@ -18,12 +18,17 @@ text rules then say ``out_of_range`` past 64-bit), and a timestamp in nanosecond
 writes by default, which Spark refuses to read at all: read as a count of nanoseconds instead
 (``spark.sql.legacy.parquet.nanosAsLong``) and cut to the microsecond toward the past, naive
 or not (naive = UTC). Rendered as JSON, every timestamp keeps its microseconds.
+
+Columns beyond uuid, val and ts are not stored; ``extra_rows`` counts the rows that had them
+(the JSON way counts them in its plan, as for a JSON line with extra members).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -52,11 +57,22 @@ class FileCheck:
     path: str
     kind: str
     reason: str = ""
+    extra_rows: int = 0  # an ``ok`` file's rows, when it has columns beyond uuid, val, ts
 
 
 def check(path: str) -> FileCheck:
     """Read ``path``'s footer and compare its columns with slidewin's (case-insensitive, as
-    Spark's reader matches them; other columns are ignored)."""
+    Spark's reader matches them; other columns are not read). The answer is kept for as long
+    as the file keeps its size and modification time: the stream asks twice per batch."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return _check(path, 0, -1)
+    return _check(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _check(path: str, mtime_ns: int, size: int) -> FileCheck:
     try:
         meta = pq.ParquetFile(path).metadata
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a bad footer
@@ -69,7 +85,13 @@ def check(path: str) -> FileCheck:
     found = [why for why in wrong if why]
     if found:
         return FileCheck(path, "foreign", "; ".join(found))
-    return FileCheck(path, "ok")
+    extra = set(columns) - {"uuid", "val", "ts"}
+    return FileCheck(path, "ok", extra_rows=meta.num_rows if extra else 0)
+
+
+def extra_rows(paths: list[str]) -> int:
+    """Rows of the typed-read files among ``paths`` that had columns beyond uuid, val, ts."""
+    return sum(check(path).extra_rows for path in paths)
 
 
 def _mismatch(name: str, column: pq.ColumnSchema | None) -> str:

@@ -12,16 +12,22 @@ Two file-source streams cover the three formats:
 Hidden files (``.name`` / ``_name``) and any other extension (``.tmp``, ``.part``) are ignored,
 so producers write a temporary name and rename it into place.
 
-Validation gives each row at most one reason, checked in this order: ``bad_encoding`` (the
-line, or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object / not CSV / a
-NUL byte in the line / a CSV line with unbalanced quotes, i.e. part of a record spanning
-lines), ``missing_field``, ``bad_uuid`` (over 200 characters or a NUL), ``bad_type`` (val not
-an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor an epoch
-number in the ``--epoch-unit``, ``ingest.eventtime``; a NUL, or outside years 0001-9999; naive
-ISO times are UTC), then against the clock and the stream: ``future`` (more than max_future
-ahead of now), ``expired`` (older than the newest event time seen before this batch minus
-history; in a stream's first batch, the batch's own newest valid event time), ``late`` (older
-than the newest seen before this batch minus grace; never in a first batch).
+Validation gives each row at most one reason, checked in this order: ``bad_encoding`` (the line,
+or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object -- but a line the JSON
+parser refused for the length of a member gets that field's reason, ``ingest.textchecks`` -- /
+not CSV / a NUL byte in the line / a CSV line with unbalanced quotes, i.e. part of a record
+spanning lines), ``missing_field``, ``bad_uuid`` (in JSON, not a string or an integer; over 200
+characters or a NUL), ``bad_type`` (val not an integer), ``out_of_range`` (val outside 64-bit),
+``bad_ts`` (neither ISO-8601 nor an epoch number in the ``--epoch-unit``, ``ingest.eventtime``;
+a NUL, or outside years 0001-9999; naive ISO times are UTC), then against the clock and the
+stream: ``future`` (more than max_future ahead of now), ``expired`` (older than the newest event
+time seen before this batch minus history; in a stream's first batch, the batch's own newest
+valid event time), ``late`` (older than the newest seen before this batch minus grace; never in
+a first batch).
+
+Each row also says whether it carried fields beyond uuid, val and ts (``extra``: members of a
+JSON object; Parquet columns are counted from the footers), which are not stored: the batch
+counts such records.
 
 Whatever its bytes, a rejected row's dead letter holds text PostgreSQL can store (``raw``,
 invalid UTF-8 as U+FFFD and NUL as ``\\0``) and, where that text is not the input itself, the
@@ -41,15 +47,26 @@ from pyspark.sql.types import DecimalType
 
 from ingest.eventtime import MAX_TS, MIN_TS, NUL, UNIT_WORDS, parse_ts, ts_lit
 from ingest.rules import Rule, Step, got, reason_steps, select
+from ingest.textchecks import (
+    NOT_A_KEY,
+    count,
+    extra_members,
+    not_a_key,
+    overlong_field,
+    overlong_rule,
+)
 
 if TYPE_CHECKING:
     from ingest.config import IngestConfig
 
 FIELDS_DDL = "uuid string, val string, ts string, _corrupt_record string"
 PARQUET_DDL = "uuid string, val bigint, ts timestamp"
-JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+_PERMISSIVE = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+# Jackson's limits stay (a string of over 20,000,000 characters fails the line; see
+# ``ingest.textchecks.overlong_field``, which names the field)
+JSON_OPTIONS = _PERMISSIVE
 # RFC 4180: a quote inside a quoted field is doubled ("a""b" is a"b), not backslash-escaped
-CSV_OPTIONS = {**JSON_OPTIONS, "escape": '"'}
+CSV_OPTIONS = {**_PERMISSIVE, "escape": '"'}
 TEXT_EXTENSIONS = {
     "auto": ("jsonl", "ndjson", "json", "csv"),
     "json": ("jsonl", "ndjson", "json"),
@@ -58,6 +75,10 @@ TEXT_EXTENSIONS = {
 MAX_UUID_CHARS = 200
 REPLACEMENT = "\ufffd"  # what the JSON and CSV parsers make of bytes that are not UTF-8
 _TS = "_slidewin_ts"  # the staged parsed ts column
+_MISSING = "_slidewin_missing"  # the staged name of the first field missing, if any
+# staged checks of a JSON line (``_staged_checks``): the detail of a uuid that is not a key,
+# whether it has extra members, the reason and detail of a member too long to parse
+_JSON_CHECKS = ("_slidewin_not_a_key", "extra", "_slidewin_long", "_slidewin_long_why")
 BAD_ENCODING_LINE = "line is not valid UTF-8 (its exact bytes are in raw_bytes)"
 BAD_ENCODING_UUID = "uuid is not valid UTF-8 (its exact bytes are in raw_bytes)"
 CSV_SPANS_LINES = (
@@ -150,7 +171,8 @@ def output_steps(stream: str, partitions: int) -> list[Step]:
 
 
 def parse_text(df: DataFrame, epoch_unit: str = "auto") -> DataFrame:
-    """Lines -> ``source, raw, uuid, val, ts, reason, detail`` (reason NULL when valid)."""
+    """Lines -> ``source, raw, uuid, val, ts, extra, reason, detail`` (reason NULL when
+    valid; ``extra``: a JSON object with members beyond uuid, val and ts)."""
     return apply(df, _text_steps(epoch_unit))
 
 
@@ -168,32 +190,56 @@ def _text_steps(epoch_unit: str) -> list[Step]:
     )
     return [
         lambda df: df.where(keep),
-        select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f")),
-        select("source", "raw", "is_csv", "f.*"),
-        # ts parsed once, in a projection of its own: the rules and the output both read it, so
-        # Spark keeps it apart instead of parsing it again for each (parsing is the dear part)
-        select("*", parse_ts(F.trim(F.col("ts")), epoch_unit).alias(_TS)),
+        # ts parsed once, and the checks that need more than one field, in the parse's
+        # projection: the rules and the output read them, and this projection is compiled on
+        # its own (from_json is not generated code), not into the stage's one method, which
+        # they would push past what HotSpot compiles (see ``ingest.rules.reason_steps``)
+        select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f"),
+               parse_ts(F.trim(parsed.getField("ts")), epoch_unit).alias(_TS),
+               *_staged_checks(is_csv, parsed)),
+        select("source", "raw", "is_csv", "f.*", _TS, _MISSING, *_JSON_CHECKS),
         *_validate_text(epoch_unit),
+    ]
+
+
+def _staged_checks(is_csv: Column, parsed: Column) -> list[Column]:
+    """The first field missing (``_MISSING``), and ``_JSON_CHECKS`` of a JSON line: the detail
+    of a uuid that is not a key, whether it has members beyond uuid, val and ts, and the
+    reason and detail of a member too long for the parser (``ingest.textchecks``). ``parsed``
+    is computed once for all of them (Spark shares an expression within a projection)."""
+    raw, uuid = F.col("raw"), parsed.getField("uuid")
+    fields = (uuid, parsed.getField("val"), parsed.getField("ts"))
+    corrupt = parsed.getField("_corrupt_record").isNotNull()
+    json = ~is_csv
+    _, long_reason, long_detail = overlong_rule(F.when(json & corrupt, overlong_field(raw)))
+    trimmed = (fields[0], F.trim(fields[1]), F.trim(fields[2]))
+    return [
+        _first_missing(*trimmed).alias(_MISSING),
+        F.when(json & not_a_key(uuid, raw), got(NOT_A_KEY, uuid)).alias(_JSON_CHECKS[0]),
+        (json & ~corrupt & extra_members(raw, *fields)).alias(_JSON_CHECKS[1]),
+        long_reason.alias(_JSON_CHECKS[2]),
+        long_detail.alias(_JSON_CHECKS[3]),
     ]
 
 
 def _validate_text(epoch_unit: str) -> list[Step]:
     uuid, val_s, ts_s = F.col("uuid"), F.trim(F.col("val")), F.trim(F.col("ts"))
-    missing = _first_missing(uuid, val_s, ts_s)
+    missing = F.col(_MISSING)
     corrupt = F.col("_corrupt_record").isNotNull()
     raw, is_csv = F.col("raw"), F.col("is_csv")
     # an odd number of quotes: one line of a CSV record whose quoted field holds a line break;
     # read line by line, its pieces would be half rows under a wrong key (counted only in
-    # lines that hold a quote at all)
-    # (bytes, not characters: a quote is one byte, and a byte count needs no scan)
-    quotes = F.octet_length(raw) - F.octet_length(F.replace(raw, F.lit('"'), F.lit("")))
+    # lines that hold a quote at all; in bytes, not characters: a quote is one byte)
+    quotes = count(raw, '"')
     rules: list[Rule] = [
         (_mangled(corrupt, uuid, val_s, ts_s), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
         (raw.contains(NUL), "malformed", F.lit("line holds a NUL byte")),
+        (F.col(_JSON_CHECKS[2]).isNotNull(), F.col(_JSON_CHECKS[2]), F.col(_JSON_CHECKS[3])),
         (corrupt & ~is_csv, "malformed", F.lit("not a JSON object")),
         (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_SPANS_LINES)),
         (corrupt & missing.isNull(), "malformed", F.lit("expected 3 CSV fields: uuid,val,ts")),
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
+        (F.col(_JSON_CHECKS[0]).isNotNull(), "bad_uuid", F.col(_JSON_CHECKS[0])),
         *_value_rules(uuid, val_s, ts_s, F.col(_TS), epoch_unit),
     ]
     return reason_steps(rules, [
@@ -202,6 +248,7 @@ def _validate_text(epoch_unit: str) -> list[Step]:
         uuid.alias("uuid"),
         val_s.try_cast("bigint").alias("val"),
         F.col(_TS).alias("ts"),
+        F.col("extra"),
     ])
 
 
@@ -255,7 +302,8 @@ def _parquet_steps() -> list[Step]:
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
         (~ts.between(ts_lit(MIN_TS), ts_lit(MAX_TS)), "bad_ts", got(BAD_TS_RANGE, ts)),
     ]
-    columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts"))]
+    # columns beyond these three are counted from the files' footers (``ingest.foreign``)
+    columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts")), F.lit(False).alias("extra")]
     return reason_steps(rules, columns)
 
 
@@ -301,8 +349,9 @@ def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
     if newest is not None:
         late = _at_run_time(_before(newest, limits.grace))
         rules.append((micros < late, "late", got("ts later than grace", ts)))
-    names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
-    return reason_steps(rules, [F.col(c) for c in names], cheap=True)
+    names = ("source", "raw") if has_raw else ("source",)
+    columns = [F.col(c) for c in (*names, "uuid", "val", "ts", "extra")]
+    return reason_steps(rules, columns, cheap=True)
 
 
 def newest_valid(classified: DataFrame) -> datetime | None:
@@ -366,6 +415,7 @@ def _output_steps(partitions: int, has_raw: bool) -> list[Step]:
         "val",
         "ts",
         "reason",
+        "extra",
         F.when(~ok, F.col("source")).alias("source"),
         F.when(~ok, F.col("detail")).alias("detail"),
         F.when(~ok, _raw(has_raw)).alias("raw"),

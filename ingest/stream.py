@@ -135,7 +135,7 @@ class BatchHandler:
     ) -> BatchResult:
         """Write the batch; ``narrow`` (after a content failure): one chunk per file, and rows
         PostgreSQL refuses become dead letters (``ingest.isolate``)."""
-        return write_batch(
+        result = write_batch(
             self._connection(),
             self.config.marker_id(self.stream, str(self._checkpoint_id)),
             self.config.query_id,
@@ -145,6 +145,11 @@ class BatchHandler:
             isolate.insert_narrowed if narrow else insert_rows,
             self.config.grace,
         )
+        if self.stream != "parquet" or result.skipped:
+            return result
+        # Parquet columns beyond uuid, val, ts are not read at all: their files' footers count
+        paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
+        return replace(result, extra_fields=result.extra_fields + foreign.extra_rows(paths))
 
     def compute(
         self,
@@ -213,7 +218,7 @@ class BatchHandler:
         if narrow:  # one file per chunk, so a refused row's dead letter names its file
             for path in sorted(paths):
                 rows = batch.split(self._collect_chunk(spark, [path], steps, limits))
-                yield BatchRows(rows.good, rows.bad, PurePosixPath(path).name)
+                yield BatchRows(rows.good, rows.bad, PurePosixPath(path).name, extra=rows.extra)
             return
         for names in file_chunks(paths):  # Spark runs in this thread: dedup in the writer's
             yield partial(batch.split, self._collect_chunk(spark, names, steps, limits))

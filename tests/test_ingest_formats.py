@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ingest.progress import Totals
+from ingest.spark import DEFAULT_DRIVER_MEMORY
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state, spark_session, stored_rows
 from tests.test_ingest_stream import ingest_once
@@ -35,7 +37,9 @@ ISO = "2026-01-01T12:00:00Z"  # T0
 
 @pytest.fixture(scope="module")
 def spark():
-    yield from spark_session()
+    """The ingest's own heap (1 GB), not the other modules' 768 MB: one test holds a 21 MB line,
+    which Spark reads in two jobs at once (the rows and the rollups' partials)."""
+    yield from spark_session(driver_memory=DEFAULT_DRIVER_MEMORY)
 
 
 @pytest.fixture
@@ -200,6 +204,33 @@ def test_a_file_name_that_is_not_utf8_is_renamed_read_and_reported(
     assert sorted(os.listdir(os.fsencode(land))) == [b"caf%E9.jsonl", b"good.jsonl"]
 
 
+def test_records_with_extra_fields_are_counted_in_the_batch_line(
+    spark, store_dsn, iconn, land, tmp_path
+):
+    """JSON members and Parquet columns beyond uuid, val, ts are not stored: each batch says
+    how many records had them (rejected ones too: their raw text keeps everything)."""
+    drop(land, "extra.jsonl", jsonl(
+        {"uuid": "e1", "val": 1, "ts": ISO, "note": "dropped"},
+        {"uuid": "e2", "val": 2, "ts": ISO},
+        {"uuid": "e,3", "val": 3, "ts": ISO},  # commas inside a value are no member
+        {"uuid": "e4", "val": "x", "ts": ISO, "more": {"a": 1, "b": [2, 3]}},  # bad_type
+        '{"uuid":"e5","uuid":"e5b","val":5,"ts":"' + ISO + '"}',  # a key twice: one dropped
+    ), age_s=30)
+    ts = pa.array([T0] * 3, pa.timestamp("us", tz="UTC"))
+    pq.write_table(pa.table({"uuid": ["p1", "p2", "p3"], "val": [1, 2, 3], "ts": ts,
+                             "host": ["a", "b", "c"]}), land / "wide.parquet")
+    pq.write_table(pa.table({"uuid": ["q1"], "val": ["7"], "ts": [ISO], "host": ["a"]}),
+                   land / "wide_text.parquet")
+    lines, totals = results(spark, store_dsn, tmp_path, format="auto", max_files_per_trigger=1)
+    batches = [x for x in lines if " batch " in x]
+    assert len(batches) == 3, batches
+    # e1, e4, e5; then the three rows of wide.parquet; then wide_text.parquet's one
+    assert sum("extra fields in 3 (not stored)" in x for x in batches) == 2, batches
+    assert sum("extra fields in 1 (not stored)" in x for x in batches) == 1, batches
+    assert totals.extra_fields == 7
+    assert set(by_uuid(iconn)) == {"e1", "e2", "e,3", "e5b", "p1", "p2", "p3", "q1"}
+
+
 # ------------------------------------------------------------ 11: Parquet as written
 
 
@@ -275,3 +306,70 @@ def test_a_parquet_file_of_ok_schema_is_read_typed(tmp_path):
     for name, (val, ts, kind) in cases.items():
         pq.write_table(_table(["k"], val, ts), tmp_path / f"{name}.parquet")
         assert foreign.check(str(tmp_path / f"{name}.parquet")).kind == kind, name
+
+
+# ------------------------------------------------------------ 11: uuids and long fields
+
+
+def test_a_json_uuid_is_a_string_or_an_integer(spark, store_dsn, iconn, land, tmp_path):
+    """One rule for text and for Parquet read as JSON: a string, or an integer (its digits,
+    as a CSV key); an object, array, boolean or fractional number is ``bad_uuid``."""
+    drop(land, "keys.jsonl", jsonl(
+        *({"uuid": u, "val": i, "ts": ISO} for i, u in enumerate(
+            [{"a": 1}, True, False, [1, 2], 1.5, "true", "{not an object}", "a.b", 123,
+             12345678901234567890123]
+        ))
+    ), age_s=20)
+    pq.write_table(pa.table({"uuid": [7, 8], "val": [1, 2], "ts": [ISO, ISO]}),
+                   land / "int_keys.parquet")
+    pq.write_table(pa.table({"uuid": [True], "val": [1], "ts": [ISO]}), land / "bool.parquet")
+    ingest_once(spark, store_dsn, tmp_path, format="auto", max_files_per_trigger=10)
+    assert set(by_uuid(iconn)) == {
+        "true", "{not an object}", "a.b", "123", "12345678901234567890123", "7", "8"
+    }
+    got = {(s, d) for s, r, d in dead(iconn, "source", "reason", "detail") if r == "bad_uuid"}
+    assert got == {
+        ("keys.jsonl", 'uuid must be a JSON string or an integer, got {"a":1}'),
+        ("keys.jsonl", "uuid must be a JSON string or an integer, got true"),
+        ("keys.jsonl", "uuid must be a JSON string or an integer, got false"),
+        ("keys.jsonl", "uuid must be a JSON string or an integer, got [1,2]"),
+        ("keys.jsonl", "uuid must be a JSON string or an integer, got 1.5"),
+        ("bool.parquet", "uuid must be a JSON string or an integer, got true"),
+    }
+    assert len(dead(iconn, "id")) == 6
+
+
+def test_a_20_mb_key_is_refused_by_the_rule_that_names_it(
+    spark, store_dsn, iconn, land, tmp_path
+):
+    """The JSON parser refuses a string of over 20,000,000 characters, and the whole line was
+    "not a JSON object"; the dead letter now names the field and its rule. (The limit is not
+    lifted: see ``ingest.textchecks.overlong_field``. A member Spark does not read, such as
+    ``payload``, is skipped unread: that event is stored, its extra field counted.)"""
+    key = "k" * 21_000_000
+    drop(land, "long.jsonl", jsonl({"uuid": key, "val": 1, "ts": ISO},
+                                   {"uuid": "short", "val": 2, "ts": ISO}), age_s=20)
+    drop(land, "payload.jsonl", jsonl({"uuid": "valid", "val": 3, "ts": ISO, "payload": key}))
+    _, totals = results(spark, store_dsn, tmp_path)  # one file per batch
+    assert set(by_uuid(iconn)) == {"short", "valid"}
+    assert totals.extra_fields == 1
+    rows = iconn.execute("SELECT source, reason, detail, length(raw) FROM slidewin.dead_letters")
+    beyond = "a string of over 20,000,000 characters, more than the JSON parser reads"
+    assert rows.fetchall() == [
+        ("long.jsonl", "bad_uuid", f"uuid longer than 200 characters: {beyond}", 21_000_052)
+    ]
+
+
+def test_the_field_too_long_for_the_json_parser_is_named():
+    """Without a JVM: which member's string is over the parser's limit, in a refused line."""
+    from ingest.textchecks import JSON_MAX_STRING, LONG_STRING
+
+    long = "x" * JSON_MAX_STRING
+    pattern = re.compile(LONG_STRING)
+    for line, field in [
+        ('{"uuid": "' + long + '", "val": 1}', "uuid"),
+        ('{"val": 1, "ts":"' + long + '"}', "ts"),
+        ('{"uuid": "a", "note": "' + long[1:] + '"}', None),  # one short of the limit
+    ]:
+        found = pattern.search(line)
+        assert (found.group(1) if found else None) == field
