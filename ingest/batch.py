@@ -17,6 +17,11 @@ import pyarrow.compute as pc
 
 from ingest.sink import BatchRows
 
+# the detail of a CSV line with an odd number of quotes: read line by line, a piece of a record
+# whose quoted field holds a line break (the stream then reads its file record by record,
+# ``ingest.csvrecords``); read record by record, a quote never closed
+CSV_UNBALANCED = "unbalanced quotes: a quoted CSV field is never closed"
+
 DEAD_LETTER_COLUMNS = ("source", "reason", "detail", "raw", "raw_bytes", "ts")
 GOOD_SCHEMA = pa.schema(
     [
@@ -43,6 +48,14 @@ def extra_records(table: pa.Table) -> int:
     if "extra" not in table.column_names or table.num_rows == 0:
         return 0
     return int(pc.sum(table["extra"].cast(pa.int64())).as_py() or 0)
+
+
+def unclosed_quotes(rows: BatchRows) -> bool:
+    """Whether a chunk holds a CSV line with unbalanced quotes: read line by line, a part of a
+    record whose quoted field holds a line break (``ingest.csvrecords``)."""
+    if rows.bad.num_rows == 0:
+        return False
+    return bool(pc.any(pc.equal(rows.bad["detail"], CSV_UNBALANCED)).as_py())
 
 
 def newest_valid(table: pa.Table) -> datetime | None:

@@ -6,6 +6,8 @@ Two file-source streams cover the three formats:
   of text, so every bad line keeps its exact raw text for the dead-letter table. The file's
   extension picks the parser (``from_json`` / ``from_csv``). CSV columns are ``uuid,val,ts`` in
   that order; a header line ``uuid,val,ts`` is skipped, as are blank lines (they hold no event).
+  A CSV file whose quoted field holds a line break is read again record by record
+  (``ingest.csvrecords``), never as lines that could pass for records.
 * ``parquet`` reads ``*.parquet`` with the schema ``uuid string, val bigint, ts timestamp``; a bad
   row's raw text is its JSON rendering.
 
@@ -15,15 +17,14 @@ so producers write a temporary name and rename it into place.
 Validation gives each row at most one reason, checked in this order: ``bad_encoding`` (the line,
 or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object -- but a line the JSON
 parser refused for the length of a member gets that field's reason, ``ingest.textchecks`` -- /
-not CSV / a NUL byte in the line / a CSV line with unbalanced quotes, i.e. part of a record
-spanning lines), ``missing_field``, ``bad_uuid`` (in JSON, not a string or an integer; over 200
-characters or a NUL), ``bad_type`` (val not an integer), ``out_of_range`` (val outside 64-bit),
-``bad_ts`` (neither ISO-8601 nor an epoch number in the ``--epoch-unit``, ``ingest.eventtime``;
-a NUL, or outside years 0001-9999; naive ISO times are UTC), then against the clock and the
-stream: ``future`` (more than max_future ahead of now), ``expired`` (older than the newest event
-time seen before this batch minus history; in a stream's first batch, the batch's own newest
-valid event time), ``late`` (older than the newest seen before this batch minus grace; never in
-a first batch).
+not CSV / a NUL byte in the line / a CSV quote never closed), ``missing_field``, ``bad_uuid``
+(in JSON, not a string or an integer; over 200 characters or a NUL), ``bad_type`` (val not an
+integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor an epoch
+number in the ``--epoch-unit``, ``ingest.eventtime``; a NUL, or outside years 0001-9999; naive
+ISO times are UTC), then against the clock and the stream: ``future`` (more than max_future
+ahead of now), ``expired`` (older than the newest event time seen before this batch minus
+history; in a stream's first batch, the batch's own newest valid event time), ``late`` (older
+than the newest seen before this batch minus grace; never in a first batch).
 
 Each row also says whether it carried fields beyond uuid, val and ts (``extra``: members of a
 JSON object; Parquet columns are counted from the footers), which are not stored: the batch
@@ -45,6 +46,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
+from ingest import csvrecords
+from ingest.batch import CSV_UNBALANCED
 from ingest.eventtime import MAX_TS, MIN_TS, NUL, UNIT_WORDS, parse_ts, ts_lit
 from ingest.rules import Rule, Step, got, reason_steps, select
 from ingest.textchecks import (
@@ -81,9 +84,6 @@ _MISSING = "_slidewin_missing"  # the staged name of the first field missing, if
 _JSON_CHECKS = ("_slidewin_not_a_key", "extra", "_slidewin_long", "_slidewin_long_why")
 BAD_ENCODING_LINE = "line is not valid UTF-8 (its exact bytes are in raw_bytes)"
 BAD_ENCODING_UUID = "uuid is not valid UTF-8 (its exact bytes are in raw_bytes)"
-CSV_SPANS_LINES = (
-    "unbalanced quotes: a quoted CSV field spans lines; write one event per line"
-)
 BAD_TS_RANGE = "ts outside years 0001-9999"
 
 
@@ -134,10 +134,18 @@ def any_case_glob(*extensions: str) -> str:
 def read_files(spark: SparkSession, stream: str, paths: list[str]) -> DataFrame:
     """The same columns as ``read_stream``, from a batch read of exactly ``paths`` -- the files
     the file source assigned to a micro-batch (so a chunk of them, or one file, is read
-    without scanning the others)."""
+    without scanning the others). A CSV file with a quoted field holding a line break is read
+    record by record (``ingest.csvrecords``), the rest line by line."""
     if stream == "parquet":
         return _columns(spark.read.schema(PARQUET_DDL).parquet(*paths), stream)
-    return _columns(spark.read.text(paths), stream)
+    spanning = [path for path in paths if csvrecords.spans_lines(path)]
+    lines = [path for path in paths if path not in spanning]
+    frames = [_columns(spark.read.text(lines), stream)] if lines else []
+    frames += [csvrecords.read_records(spark, path) for path in spanning]
+    df = frames[0]
+    for more in frames[1:]:
+        df = df.unionByName(more)
+    return df
 
 
 def _columns(df: DataFrame, stream: str) -> DataFrame:
@@ -227,16 +235,15 @@ def _validate_text(epoch_unit: str) -> list[Step]:
     missing = F.col(_MISSING)
     corrupt = F.col("_corrupt_record").isNotNull()
     raw, is_csv = F.col("raw"), F.col("is_csv")
-    # an odd number of quotes: one line of a CSV record whose quoted field holds a line break;
-    # read line by line, its pieces would be half rows under a wrong key (counted only in
-    # lines that hold a quote at all; in bytes, not characters: a quote is one byte)
+    # an odd number of quotes: a quoted field not closed on its line (counted only in lines
+    # that hold a quote at all; in bytes, not characters: a quote is one byte)
     quotes = count(raw, '"')
     rules: list[Rule] = [
         (_mangled(corrupt, uuid, val_s, ts_s), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
         (raw.contains(NUL), "malformed", F.lit("line holds a NUL byte")),
         (F.col(_JSON_CHECKS[2]).isNotNull(), F.col(_JSON_CHECKS[2]), F.col(_JSON_CHECKS[3])),
         (corrupt & ~is_csv, "malformed", F.lit("not a JSON object")),
-        (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_SPANS_LINES)),
+        (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_UNBALANCED)),
         (corrupt & missing.isNull(), "malformed", F.lit("expected 3 CSV fields: uuid,val,ts")),
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
         (F.col(_JSON_CHECKS[0]).isNotNull(), "bad_uuid", F.col(_JSON_CHECKS[0])),

@@ -200,7 +200,10 @@ class BatchHandler:
                 for pid, table in indexed_partitions(plan):
                     # split here: this thread waits on Spark's helper thread anyway, and the
                     # dedup is then off the database's path (the writer only writes)
-                    yield replace(batch.split(table), pid=pid if by_spark else None)
+                    rows = batch.split(table)
+                    if batch.unclosed_quotes(rows):  # a CSV record spans lines: read by files
+                        raise _PulledBatchFailed("a quoted CSV field holds a line break")
+                    yield replace(rows, pid=pid if by_spark else None)
                 partials = summing.result() if summing is not None else None
             except (*SPARK_ERRORS, PullUnavailable) as exc:
                 raise _PulledBatchFailed(first_line(str(exc))) from exc

@@ -308,6 +308,47 @@ def test_a_parquet_file_of_ok_schema_is_read_typed(tmp_path):
         assert foreign.check(str(tmp_path / f"{name}.parquet")).kind == kind, name
 
 
+# ------------------------------------------------------------ 11: CSV records over lines
+
+
+def test_a_csv_field_holding_line_breaks_is_one_record_never_a_phantom(
+    spark, store_dsn, iconn, land, tmp_path
+):
+    """RFC 4180: a quoted field may hold line breaks. Its inner line ``k2,5,...`` looks like a
+    record but is part of a key; the batch (read again from its files) stores the record once,
+    the other files' events once, and a quote never closed is one dead letter holding the
+    rest of its file, byte for byte."""
+    drop(land, "multi.csv", (
+        'uuid,val,ts\r\n'
+        '"first\r\nk2,5,' + ISO + '\r\nlast",1,' + ISO + '\r\n'
+        'k3,3,' + ISO + '\r\n'
+        '"k4 ""quoted""\nagain",4,' + ISO + '\n'
+    ).encode(), age_s=30)
+    unclosed = b'k5,5,' + ISO.encode() + b'\n"open,6,' + ISO.encode() + b'\nk7,7,' + b"x\n"
+    drop(land, "unclosed.csv", unclosed, age_s=20)
+    drop(land, "plain.jsonl", jsonl({"uuid": "j1", "val": 9, "ts": ISO}), age_s=10)
+    _, totals = results(spark, store_dsn, tmp_path, format="auto", max_files_per_trigger=10)
+    assert by_uuid(iconn) == {
+        f"first\r\nk2,5,{ISO}\r\nlast": (1, T0),
+        "k3": (3, T0),
+        'k4 "quoted"\nagain': (4, T0),
+        "k5": (5, T0),
+        "j1": (9, T0),
+    }
+    letters = dead(iconn, "source", "reason", "detail", "raw")
+    assert letters == [("unclosed.csv", "malformed",  # up to the end, its last line break too
+                        "unbalanced quotes: a quoted CSV field is never closed",
+                        f'"open,6,{ISO}\nk7,7,x\n')]
+    assert (totals.rows_in, totals.accepted, totals.rejected) == (6, 5, 1)
+
+
+def test_csv_records_are_split_by_rfc_4180():
+    from ingest.csvrecords import records
+
+    data = b'a,1,t\r\n"b\r\nc",2,t\n\n"d""\n",3,t\r"e,4,t\nf'
+    assert records(data) == [b"a,1,t", b'"b\r\nc",2,t', b'"d""\n",3,t', b'"e,4,t\nf']
+
+
 # ------------------------------------------------------------ 11: uuids and long fields
 
 
