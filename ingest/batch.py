@@ -10,10 +10,17 @@ kept (deterministic, whatever the row order), ``copies`` = how many times it occ
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.sink import BatchRows
+
+# the detail of a CSV line with an odd number of quotes: read line by line, a piece of a record
+# whose quoted field holds a line break (the stream then reads its file record by record,
+# ``ingest.csvrecords``); read record by record, a quote never closed
+CSV_UNBALANCED = "unbalanced quotes: a quoted CSV field is never closed"
 
 DEAD_LETTER_COLUMNS = ("source", "reason", "detail", "raw", "raw_bytes", "ts")
 GOOD_SCHEMA = pa.schema(
@@ -28,11 +35,33 @@ GOOD_SCHEMA = pa.schema(
 
 
 def split(table: pa.Table) -> BatchRows:
-    """``batch_output`` rows -> BatchRows(good deduplicated, bad for the dead-letter table)."""
+    """``batch_output`` rows -> BatchRows(good deduplicated, bad for the dead-letter table,
+    the count of records with fields beyond uuid, val, ts)."""
     valid = pc.is_null(table["reason"])
     bad = storable_details(table.filter(pc.invert(valid)).select(list(DEAD_LETTER_COLUMNS)))
     good = table.filter(valid).select(["part", "uuid", "val", "ts"])
-    return BatchRows(good=dedup(good), bad=bad)
+    return BatchRows(good=dedup(good), bad=bad, extra=extra_records(table))
+
+
+def extra_records(table: pa.Table) -> int:
+    """Rows of a ``batch_output`` table flagged ``extra`` (a table without the column: none)."""
+    if "extra" not in table.column_names or table.num_rows == 0:
+        return 0
+    return int(pc.sum(table["extra"].cast(pa.int64())).as_py() or 0)
+
+
+def unclosed_quotes(rows: BatchRows) -> bool:
+    """Whether a chunk holds a CSV line with unbalanced quotes: read line by line, a part of a
+    record whose quoted field holds a line break (``ingest.csvrecords``)."""
+    if rows.bad.num_rows == 0:
+        return False
+    return bool(pc.any(pc.equal(rows.bad["detail"], CSV_UNBALANCED)).as_py())
+
+
+def newest_valid(table: pa.Table) -> datetime | None:
+    """The newest event time of the valid rows of a ``batch_output`` table (``parse.Limits``)."""
+    ts = table.filter(pc.is_null(table["reason"]))["ts"]
+    return pc.max(ts).as_py() if len(ts) else None
 
 
 def storable_details(bad: pa.Table) -> pa.Table:
@@ -76,5 +105,6 @@ def unreadable_file(name: str, path: str, error: str) -> pa.Table:
             "detail": [error],
             "raw": [path],
             "raw_bytes": pa.array([None], pa.string()),
+            "extra": pa.array([None], pa.bool_()),
         }
     )

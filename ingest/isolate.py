@@ -50,7 +50,8 @@ def insert_narrowed(conn: psycopg.Connection, rows: BatchRows) -> tuple[int, str
     keep = pc.invert(pc.is_in(pa.array(range(rows.good.num_rows)), indices))
     dead = _dead_letters(rows.good.take(indices), [why for _, why in failed], rows.source)
     bad = pa.concat_tables([rows.bad, dead], promote_options="permissive")
-    return inserted, "narrowed", BatchRows(rows.good.filter(keep), bad, rows.source)
+    narrowed = BatchRows(rows.good.filter(keep), bad, rows.source, extra=rows.extra)
+    return inserted, "narrowed", narrowed
 
 
 def _insert_or_split(

@@ -174,10 +174,11 @@ class LandingSweep:
         """One pass; ``leftovers`` (the first pass) also tidies files a killed run left.
         Returns how many landing entries were moved, renamed or touched."""
         with self._lock:
+            renamed = rename_undecodable(self.config, self.progress)
             for index in self.indexes.values():
                 index.refresh()
             entries = self._entries()
-            done = self._set_aside(entries)
+            done = renamed + self._set_aside(entries)
             tidied = 0
             for stream, index in self.indexes.items():
                 committed = self._committed(stream)
@@ -337,3 +338,58 @@ def _suffixes(config: IngestConfig, stream: str) -> tuple[str, ...]:
 def _split(name: str) -> tuple[str, str]:
     stem, dot, ext = name.rpartition(".")
     return (stem, f"{dot}{ext}") if dot else (name, "")
+
+
+def rename_undecodable(config: IngestConfig, progress: Callable[[str], None]) -> int:
+    """Give each landing file whose name is not valid UTF-8 a name that is; returns how many.
+
+    Spark's file source lists such a file under a mangled name, cannot open that, and skips it
+    without a word, forever. The new name is the old one with each byte that is not UTF-8 as
+    ``%XX`` (``caf\\xe9.csv`` -> ``caf%E9.csv``: the extension stays, so the file keeps its
+    reader), never over an existing file; one ``landing:`` line says so. Hidden and temporary
+    names (a producer's file still being written) are left alone."""
+    suffixes = tuple(
+        f".{ext}".encode()
+        for ext in ("parquet", *TEXT_EXTENSIONS.get(config.format, TEXT_EXTENSIONS["auto"]))
+    )
+    try:
+        entries = list(os.scandir(os.fsencode(config.landing)))
+    except OSError:
+        return 0
+    done = 0
+    for entry in entries:
+        name = entry.name
+        if name.startswith((b".", b"_")) or not name.lower().endswith(suffixes):
+            continue
+        if not entry.is_file():
+            continue
+        try:
+            name.decode("utf-8")
+            continue
+        except UnicodeDecodeError:
+            pass
+        done += _rename_to_utf8(Path(os.fsdecode(entry.path)), name, progress)
+    return done
+
+
+def _rename_to_utf8(path: Path, name: bytes, progress: Callable[[str], None]) -> int:
+    stem, suffix = _split(_escaped(name))
+    target, n = path.with_name(stem + suffix), 1
+    while target.exists():
+        target, n = path.with_name(f"{stem}-{n}{suffix}"), n + 1
+    try:
+        os.rename(path, target)
+    except OSError:  # gone meanwhile, or not ours to rename: tried again at the next sweep
+        return 0
+    shown = name.decode("utf-8", "backslashreplace")
+    progress(
+        f"landing: {shown} has a name that is not UTF-8, which Spark cannot read; "
+        f"renamed to {target.name}"
+    )
+    return 1
+
+
+def _escaped(name: bytes) -> str:
+    """``name`` with each byte that is not part of valid UTF-8 as ``%XX``."""
+    text = name.decode("utf-8", "surrogateescape")  # such bytes become U+DC80..U+DCFF
+    return "".join(f"%{ord(c) - 0xDC00:02X}" if "\udc80" <= c <= "\udcff" else c for c in text)

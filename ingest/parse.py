@@ -6,21 +6,29 @@ Two file-source streams cover the three formats:
   of text, so every bad line keeps its exact raw text for the dead-letter table. The file's
   extension picks the parser (``from_json`` / ``from_csv``). CSV columns are ``uuid,val,ts`` in
   that order; a header line ``uuid,val,ts`` is skipped, as are blank lines (they hold no event).
+  A CSV file whose quoted field holds a line break is read again record by record
+  (``ingest.csvrecords``), never as lines that could pass for records.
 * ``parquet`` reads ``*.parquet`` with the schema ``uuid string, val bigint, ts timestamp``; a bad
   row's raw text is its JSON rendering.
 
 Hidden files (``.name`` / ``_name``) and any other extension (``.tmp``, ``.part``) are ignored,
 so producers write a temporary name and rename it into place.
 
-Validation gives each row at most one reason, checked in this order: ``bad_encoding`` (the
-line, or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object / not CSV / a
-NUL byte in the line / a CSV line with unbalanced quotes, i.e. part of a record spanning
-lines), ``missing_field``, ``bad_uuid`` (over 200 characters or a NUL), ``bad_type`` (val not
-an integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor integer
-epoch milliseconds, a NUL, or outside years 0001-9999; naive ISO times are UTC), then against
-the clock and the stream: ``future`` (more than max_future ahead of now), ``expired`` (older
-than the newest event time seen before this batch minus history), ``late`` (older than that
-minus grace).
+Validation gives each row at most one reason, checked in this order: ``bad_encoding`` (the line,
+or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object -- but a line the JSON
+parser refused for the length of a member gets that field's reason, ``ingest.textchecks`` -- /
+not CSV / a NUL byte in the line / a CSV quote never closed), ``missing_field``, ``bad_uuid``
+(in JSON, not a string or an integer; over 200 characters or a NUL), ``bad_type`` (val not an
+integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor an epoch
+number in the ``--epoch-unit``, ``ingest.eventtime``; a NUL, or outside years 0001-9999; naive
+ISO times are UTC), then against the clock and the stream: ``future`` (more than max_future
+ahead of now), ``expired`` (older than the newest event time seen before this batch minus
+history; in a stream's first batch, the batch's own newest valid event time), ``late`` (older
+than the newest seen before this batch minus grace; never in a first batch).
+
+Each row also says whether it carried fields beyond uuid, val and ts (``extra``: members of a
+JSON object; Parquet columns are counted from the footers), which are not stored: the batch
+counts such records.
 
 Whatever its bytes, a rejected row's dead letter holds text PostgreSQL can store (``raw``,
 invalid UTF-8 as U+FFFD and NUL as ``\\0``) and, where that text is not the input itself, the
@@ -29,7 +37,6 @@ exact bytes (``raw_bytes``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -39,48 +46,58 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
-from ingest import spark_internals
+from ingest import csvrecords, spark_internals
+from ingest.batch import CSV_UNBALANCED
+from ingest.eventtime import MAX_TS, MIN_TS, NUL, UNIT_WORDS, parse_ts, ts_lit
+from ingest.rules import Rule, Step, got, reason_steps, select
+from ingest.textchecks import (
+    NOT_A_KEY,
+    count,
+    extra_members,
+    not_a_key,
+    overlong_field,
+    overlong_rule,
+)
 
 if TYPE_CHECKING:
     from ingest.config import IngestConfig
 
 FIELDS_DDL = "uuid string, val string, ts string, _corrupt_record string"
 PARQUET_DDL = "uuid string, val bigint, ts timestamp"
-JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+_PERMISSIVE = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+# Jackson's limits stay (a string of over 20,000,000 characters fails the line; see
+# ``ingest.textchecks.overlong_field``, which names the field)
+JSON_OPTIONS = _PERMISSIVE
 # RFC 4180: a quote inside a quoted field is doubled ("a""b" is a"b), not backslash-escaped
-CSV_OPTIONS = {**JSON_OPTIONS, "escape": '"'}
+CSV_OPTIONS = {**_PERMISSIVE, "escape": '"'}
 TEXT_EXTENSIONS = {
     "auto": ("jsonl", "ndjson", "json", "csv"),
     "json": ("jsonl", "ndjson", "json"),
     "csv": ("csv",),
 }
 MAX_UUID_CHARS = 200
-# PostgreSQL's timestamptz reaches further both ways; ISO-8601's four-digit years are the range
-# both Spark and every producer agree on, so anything outside is bad_ts, never a failed COPY
-MIN_TS = datetime(1, 1, 1, tzinfo=UTC)
-MAX_TS = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
-NUL = "\u0000"
 REPLACEMENT = "\ufffd"  # what the JSON and CSV parsers make of bytes that are not UTF-8
 _TS = "_slidewin_ts"  # the staged parsed ts column
+_MISSING = "_slidewin_missing"  # the staged name of the first field missing, if any
+# staged checks of a JSON line (``_staged_checks``): the detail of a uuid that is not a key,
+# whether it has extra members, the reason and detail of a member too long to parse
+_JSON_CHECKS = ("_slidewin_not_a_key", "extra", "_slidewin_long", "_slidewin_long_why")
 BAD_ENCODING_LINE = "line is not valid UTF-8 (its exact bytes are in raw_bytes)"
 BAD_ENCODING_UUID = "uuid is not valid UTF-8 (its exact bytes are in raw_bytes)"
-CSV_SPANS_LINES = (
-    "unbalanced quotes: a quoted CSV field spans lines; write one event per line"
-)
-BAD_TS = "ts is not ISO-8601 or epoch ms in years 0001-9999"
-# A validation rule: (condition, reason code, detail text); the first rule that holds wins.
-Rule = tuple[Column, "str | Column", Column]
-_REASON = "_slidewin_reason"  # the staged reason column (input columns may be named reason)
-# One step of a plan: a select or a filter whose Columns are built once, because building a
-# Column costs a py4j round trip (see the README's "Why the code is shaped so").
-Step = Callable[[DataFrame], DataFrame]
+BAD_TS_RANGE = "ts outside years 0001-9999"
 
 
 @dataclass(frozen=True)
 class Limits:
     """What a batch is classified against: the clock and the stream state before the batch.
+
     ``watermark``: the stream's, which never goes back -- an ingest with a larger grace than
-    the one that raised it still rejects what is older (a window final stays final)."""
+    the one that raised it still rejects what is older (a window final stays final).
+
+    ``newest_in_batch``: in a stream's first batch (no ``newest_before``), the batch's own
+    newest valid event time (``newest_valid``), which ``expired`` is judged against as the
+    next batch would judge the same events; ``late`` never applies (a batch is not late
+    against itself)."""
 
     now: datetime
     newest_before: datetime | None
@@ -88,6 +105,7 @@ class Limits:
     history: timedelta | None
     max_future: timedelta
     watermark: datetime | None = None
+    newest_in_batch: datetime | None = None
 
     @property
     def late_before(self) -> datetime | None:
@@ -128,12 +146,20 @@ def any_case_glob(*extensions: str) -> str:
 def read_files(spark: SparkSession, stream: str, paths: list[str]) -> DataFrame:
     """The same columns as ``read_stream``, from a batch read of exactly ``paths`` -- the files
     the file source assigned to a micro-batch (so a chunk of them, or one file, is read
-    without scanning the others)."""
+    without scanning the others). A CSV file with a quoted field holding a line break is read
+    record by record (``ingest.csvrecords``), the rest line by line."""
     # paths, not patterns (a name may hold [ ] { } ? * \\); see ingest.spark_internals
     reader = spark.read.option(spark_internals.GLOB_PATHS_OPTION, "false")
     if stream == "parquet":
         return _columns(reader.schema(PARQUET_DDL).parquet(*paths), stream)
-    return _columns(reader.text(paths), stream)
+    spanning = [path for path in paths if csvrecords.spans_lines(path)]
+    lines = [path for path in paths if path not in spanning]
+    frames = [_columns(reader.text(lines), stream)] if lines else []
+    frames += [csvrecords.read_records(spark, path) for path in spanning]
+    df = frames[0]
+    for more in frames[1:]:
+        df = df.unionByName(more)
+    return df
 
 
 def _columns(df: DataFrame, stream: str) -> DataFrame:
@@ -149,9 +175,10 @@ def apply(df: DataFrame, steps: list[Step]) -> DataFrame:
     return df
 
 
-def parse_steps(stream: str) -> list[Step]:
-    """Parsing a batch of this stream (Parquet or text) as steps."""
-    return _parquet_steps() if stream == "parquet" else _text_steps()
+def parse_steps(stream: str, epoch_unit: str = "auto") -> list[Step]:
+    """Parsing a batch of this stream (Parquet or text) as steps; ``epoch_unit`` reads a
+    ``ts`` that is a number (``ingest.eventtime``)."""
+    return _parquet_steps() if stream == "parquet" else _text_steps(epoch_unit)
 
 
 def classify_steps(stream: str, limits: Limits) -> list[Step]:
@@ -165,16 +192,13 @@ def output_steps(stream: str, partitions: int) -> list[Step]:
     return _output_steps(partitions, has_raw=stream != "parquet")
 
 
-def _select(*columns: Column | str) -> Step:
-    return lambda df: df.select(*columns)
+def parse_text(df: DataFrame, epoch_unit: str = "auto") -> DataFrame:
+    """Lines -> ``source, raw, uuid, val, ts, extra, reason, detail`` (reason NULL when
+    valid; ``extra``: a JSON object with members beyond uuid, val and ts)."""
+    return apply(df, _text_steps(epoch_unit))
 
 
-def parse_text(df: DataFrame) -> DataFrame:
-    """Lines -> ``source, raw, uuid, val, ts, reason, detail`` (reason NULL when valid)."""
-    return apply(df, _text_steps())
-
-
-def _text_steps() -> list[Step]:
+def _text_steps(epoch_unit: str) -> list[Step]:
     is_csv = F.lower(F.col("source")).endswith(F.lit(".csv"))
     trimmed = F.trim(F.col("raw"))
     bare = F.regexp_replace(trimmed, "[\\s\ufeff]", "")  # a byte-order mark, too
@@ -188,40 +212,64 @@ def _text_steps() -> list[Step]:
     )
     return [
         lambda df: df.where(keep),
-        _select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f")),
-        _select("source", "raw", "is_csv", "f.*"),
-        # ts parsed once, in a projection of its own: the rules and the output both read it, so
-        # Spark keeps it apart instead of parsing it again for each (parsing is the dear part)
-        _select("*", _parse_ts(F.trim(F.col("ts"))).alias(_TS)),
-        *_validate_text(),
+        # ts parsed once, and the checks that need more than one field, in the parse's
+        # projection: the rules and the output read them, and this projection is compiled on
+        # its own (from_json is not generated code), not into the stage's one method, which
+        # they would push past what HotSpot compiles (see ``ingest.rules.reason_steps``)
+        select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f"),
+               parse_ts(F.trim(parsed.getField("ts")), epoch_unit).alias(_TS),
+               *_staged_checks(is_csv, parsed)),
+        select("source", "raw", "is_csv", "f.*", _TS, _MISSING, *_JSON_CHECKS),
+        *_validate_text(epoch_unit),
     ]
 
 
-def _validate_text() -> list[Step]:
+def _staged_checks(is_csv: Column, parsed: Column) -> list[Column]:
+    """The first field missing (``_MISSING``), and ``_JSON_CHECKS`` of a JSON line: the detail
+    of a uuid that is not a key, whether it has members beyond uuid, val and ts, and the
+    reason and detail of a member too long for the parser (``ingest.textchecks``). ``parsed``
+    is computed once for all of them (Spark shares an expression within a projection)."""
+    raw, uuid = F.col("raw"), parsed.getField("uuid")
+    fields = (uuid, parsed.getField("val"), parsed.getField("ts"))
+    corrupt = parsed.getField("_corrupt_record").isNotNull()
+    json = ~is_csv
+    _, long_reason, long_detail = overlong_rule(F.when(json & corrupt, overlong_field(raw)))
+    trimmed = (fields[0], F.trim(fields[1]), F.trim(fields[2]))
+    return [
+        _first_missing(*trimmed).alias(_MISSING),
+        F.when(json & not_a_key(uuid, raw), got(NOT_A_KEY, uuid)).alias(_JSON_CHECKS[0]),
+        (json & ~corrupt & extra_members(raw, *fields)).alias(_JSON_CHECKS[1]),
+        long_reason.alias(_JSON_CHECKS[2]),
+        long_detail.alias(_JSON_CHECKS[3]),
+    ]
+
+
+def _validate_text(epoch_unit: str) -> list[Step]:
     uuid, val_s, ts_s = F.col("uuid"), F.trim(F.col("val")), F.trim(F.col("ts"))
-    missing = _first_missing(uuid, val_s, ts_s)
+    missing = F.col(_MISSING)
     corrupt = F.col("_corrupt_record").isNotNull()
     raw, is_csv = F.col("raw"), F.col("is_csv")
-    # an odd number of quotes: one line of a CSV record whose quoted field holds a line break;
-    # read line by line, its pieces would be half rows under a wrong key (counted only in
-    # lines that hold a quote at all)
-    # (bytes, not characters: a quote is one byte, and a byte count needs no scan)
-    quotes = F.octet_length(raw) - F.octet_length(F.replace(raw, F.lit('"'), F.lit("")))
+    # an odd number of quotes: a quoted field not closed on its line (counted only in lines
+    # that hold a quote at all; in bytes, not characters: a quote is one byte)
+    quotes = count(raw, '"')
     rules: list[Rule] = [
         (_mangled(corrupt, uuid, val_s, ts_s), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
         (raw.contains(NUL), "malformed", F.lit("line holds a NUL byte")),
+        (F.col(_JSON_CHECKS[2]).isNotNull(), F.col(_JSON_CHECKS[2]), F.col(_JSON_CHECKS[3])),
         (corrupt & ~is_csv, "malformed", F.lit("not a JSON object")),
-        (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_SPANS_LINES)),
+        (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_UNBALANCED)),
         (corrupt & missing.isNull(), "malformed", F.lit("expected 3 CSV fields: uuid,val,ts")),
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
-        *_value_rules(uuid, val_s, ts_s, F.col(_TS)),
+        (F.col(_JSON_CHECKS[0]).isNotNull(), "bad_uuid", F.col(_JSON_CHECKS[0])),
+        *_value_rules(uuid, val_s, ts_s, F.col(_TS), epoch_unit),
     ]
-    return _reason_steps(rules, [
+    return reason_steps(rules, [
         F.col("source"),
         raw.alias("raw"),
         uuid.alias("uuid"),
         val_s.try_cast("bigint").alias("val"),
         F.col(_TS).alias("ts"),
+        F.col("extra"),
     ])
 
 
@@ -244,28 +292,18 @@ def _first_missing(uuid: Column, val_s: Column, ts_s: Column) -> Column:
     )
 
 
-def _value_rules(uuid: Column, val_s: Column, ts_s: Column, ts: Column) -> list[Rule]:
+def _value_rules(
+    uuid: Column, val_s: Column, ts_s: Column, ts: Column, epoch_unit: str
+) -> list[Rule]:
     """Why a present uuid/val/ts is unusable, in the order the reasons are checked (``ts``:
     ``ts_s`` parsed)."""
+    bad_ts = f"ts is not ISO-8601 or {UNIT_WORDS[epoch_unit]} in years 0001-9999"
     return [
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
-        (~val_s.rlike(r"^[+-]?\d+$"), "bad_type", _got("val must be an integer", val_s)),
-        (val_s.try_cast("bigint").isNull(), "out_of_range", _got("val outside 64-bit", val_s)),
-        (ts.isNull(), "bad_ts", _got(BAD_TS, ts_s)),
+        (~val_s.rlike(r"^[+-]?\d+$"), "bad_type", got("val must be an integer", val_s)),
+        (val_s.try_cast("bigint").isNull(), "out_of_range", got("val outside 64-bit", val_s)),
+        (ts.isNull(), "bad_ts", got(bad_ts, ts_s)),
     ]
-
-
-def _parse_ts(ts_s: Column) -> Column:
-    """ISO-8601 (naive = UTC: the session time zone) or integer epoch milliseconds, within
-    years 0001-9999; NULL otherwise. Spark's parser stops at a NUL and ignores the rest, so a
-    ts holding one is refused here rather than stored as a prefix of itself."""
-    millis = F.when(ts_s.rlike(r"^-?\d{1,15}$"), F.timestamp_millis(ts_s.try_cast("bigint")))
-    # digits only: epoch milliseconds; an ISO time holds a ":", which spares the regular
-    # expression for almost every row
-    digits = ~ts_s.contains(":") & ts_s.rlike(r"^-?\d+$")
-    parsed = F.when(digits, millis).otherwise(F.try_to_timestamp(ts_s))
-    usable = ~ts_s.contains(NUL) & parsed.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS))
-    return F.when(usable, parsed)
 
 
 def _parquet_steps() -> list[Step]:
@@ -283,10 +321,11 @@ def _parquet_steps() -> list[Step]:
         (missing.isNotNull(), "missing_field", F.concat(missing, F.lit(" is missing"))),
         (~F.is_valid_utf8(uuid), "bad_encoding", F.lit(BAD_ENCODING_UUID)),
         (_bad_uuid(uuid), "bad_uuid", F.lit("uuid longer than 200 characters or with NUL")),
-        (~ts.between(_ts_lit(MIN_TS), _ts_lit(MAX_TS)), "bad_ts", _got(BAD_TS, ts)),
+        (~ts.between(ts_lit(MIN_TS), ts_lit(MAX_TS)), "bad_ts", got(BAD_TS_RANGE, ts)),
     ]
-    columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts"))]
-    return _reason_steps(rules, columns)
+    # columns beyond these three are counted from the files' footers (``ingest.foreign``)
+    columns = [F.col("source"), *map(F.col, ("uuid", "val", "ts")), F.lit(False).alias("extra")]
+    return reason_steps(rules, columns)
 
 
 def _raw(has_raw: bool) -> Column:
@@ -322,23 +361,29 @@ def _classify_steps(limits: Limits, has_raw: bool) -> list[Step]:
     ahead = _at_run_time(_after(limits.now, limits.max_future))
     rules: list[Rule] = [
         (F.col("reason").isNotNull(), F.col("reason"), F.col("detail")),
-        (micros > ahead, "future", _got("ts ahead of the clock", ts)),
+        (micros > ahead, "future", got("ts ahead of the clock", ts)),
     ]
-    if newest is not None and limits.history is not None:
-        horizon = _at_run_time(_before(newest, limits.history))
-        rules.append((micros < horizon, "expired", _got("ts before the retention horizon", ts)))
+    horizon_of = newest if newest is not None else limits.newest_in_batch
+    if horizon_of is not None and limits.history is not None:
+        horizon = _at_run_time(_before(horizon_of, limits.history))
+        rules.append((micros < horizon, "expired", got("ts before the retention horizon", ts)))
     if limits.late_before is not None:
         late = _at_run_time(limits.late_before)
-        rules.append((micros < late, "late", _got("ts later than grace", ts)))
-    names = ("source", "raw", "uuid", "val", "ts") if has_raw else ("source", "uuid", "val", "ts")
-    return _reason_steps(rules, [F.col(c) for c in names], cheap=True)
+        rules.append((micros < late, "late", got("ts later than grace", ts)))
+    names = ("source", "raw") if has_raw else ("source",)
+    columns = [F.col(c) for c in (*names, "uuid", "val", "ts", "extra")]
+    return reason_steps(rules, columns, cheap=True)
 
 
-def _ts_lit(value: datetime) -> Column:
-    """A timestamp literal by its microseconds: a Python datetime before 1582 reaches Spark
-    shifted by the Julian/Gregorian gap (year 1 came out two days late)."""
-    micros = (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
-    return F.timestamp_micros(F.lit(micros))
+def newest_valid(classified: DataFrame) -> datetime | None:
+    """The newest event time of the rows a ``classify`` plan (of a stream's first batch: no
+    stream time yet) accepts -- what that batch's ``expired`` rule is judged against (see
+    ``Limits``). One small Spark job: a max over the batch."""
+    valid = classified.where(F.col("reason").isNull())
+    micros = valid.agg(F.max(F.unix_micros("ts")).alias("m")).first()
+    if micros is None or micros["m"] is None:
+        return None
+    return _EPOCH + timedelta(microseconds=micros["m"])
 
 
 def _at_run_time(value: datetime) -> Column:
@@ -385,12 +430,13 @@ def batch_output(df: DataFrame, partitions: int) -> DataFrame:
 
 def _output_steps(partitions: int, has_raw: bool) -> list[Step]:
     ok = F.col("reason").isNull()
-    return [_select(
+    return [select(
         F.when(ok, partition_expr(F.col("uuid"), partitions)).alias("part"),
         "uuid",
         "val",
         "ts",
         "reason",
+        "extra",
         F.when(~ok, F.col("source")).alias("source"),
         F.when(~ok, F.col("detail")).alias("detail"),
         F.when(~ok, _raw(has_raw)).alias("raw"),
@@ -462,39 +508,3 @@ def _clean(raw: Column) -> Column:
     """Text PostgreSQL can hold: invalid UTF-8 shown as U+FFFD, NUL as the two characters
     ``\\0`` (the exact bytes go to ``raw_bytes``)."""
     return F.replace(F.make_valid_utf8(raw), F.lit(NUL), F.lit("\\0"))
-
-
-def _got(text: str, value: Column) -> Column:
-    """A detail naming the bad value. A value may hold NUL (escaped in JSON): ``batch.split``
-    makes the details of rejected rows storable, on the driver -- cleaned here, or anywhere in
-    the plan, Spark spent as much on it as on the whole parse, for every row."""
-    return F.concat(F.lit(text + ", got "), F.coalesce(value.cast("string"), F.lit("null")))
-
-
-def _reason_steps(
-    rules: list[Rule], columns: list[Column], *, cheap: bool = False
-) -> list[Step]:
-    """``columns`` plus ``reason, detail`` of the first rule that holds (both NULL if none).
-
-    Two flat CASE expressions rather than one struct per row, which Spark would build and
-    unpack for every row. The
-    detail is computed only for a row that has a reason. ``cheap`` conditions (NULL tests,
-    comparisons) are evaluated in one projection; expensive ones (regular expressions,
-    timestamp parsing) get the reason computed once in a projection of its own, which Spark
-    keeps separate because the next one reads it twice."""
-    reason: Column | None = None
-    detail: Column | None = None
-    for cond, code, text in rules:
-        value = code if isinstance(code, Column) else F.lit(code)
-        reason = F.when(cond, value) if reason is None else reason.when(cond, value)
-        detail = F.when(cond, text) if detail is None else detail.when(cond, text)
-    assert reason is not None and detail is not None, "at least one rule"
-    if cheap:
-        return [_select(*columns, reason.cast("string").alias("reason"),
-                        F.when(reason.isNotNull(), detail.cast("string")).alias("detail"))]
-    why = F.col(_REASON)
-    detail = F.when(why.isNotNull(), detail.cast("string"))
-    return [
-        _select("*", reason.cast("string").alias(_REASON)),
-        _select(*columns, why.alias("reason"), detail.alias("detail")),
-    ]

@@ -9,7 +9,8 @@ from ingest.sink import BatchResult
 
 
 def batch_line(stream: str, result: BatchResult, now: datetime) -> str:
-    """``[text] batch 3: in 1000, accepted 990, dup 4, rejected 6 (late 4, malformed 2) ...``"""
+    """``[text] batch 3: in 1000, accepted 990, dup 4, rejected 6 (late 4, malformed 2) ...``;
+    ``extra fields in N`` when N records carried fields beyond uuid, val, ts (not stored)."""
     if result.skipped:
         return f"[{stream}] batch {result.batch_id}: already committed, skipped (replay)"
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.by_reason.items()))
@@ -17,6 +18,7 @@ def batch_line(stream: str, result: BatchResult, now: datetime) -> str:
     lag = f"{(now - result.newest_ts).total_seconds():.1f}s" if result.newest_ts else "-"
     stream_time = result.newest_ts.isoformat() if result.newest_ts else "-"
     nibbled = f", nibbled {result.nibbled}" if result.nibbled else ""
+    extra = f", extra fields in {result.extra_fields} (not stored)" if result.extra_fields else ""
     # rows whose rollups the triggers computed (duplicates, fallbacks): Spark sums the rest
     by_triggers = result.accepted - result.spark_rollups
     triggers = f", rollups of {by_triggers} by trigger" if by_triggers > 0 else ""
@@ -25,7 +27,8 @@ def batch_line(stream: str, result: BatchResult, now: datetime) -> str:
         f"[{stream}] batch {result.batch_id}: in {result.rows_in}, accepted {result.accepted}, "
         f"dup {result.duplicates}, rejected {result.rejected}"
         + (f" ({reasons})" if reasons else "")
-        + f"{nibbled}{triggers}{sessions}, {rate:,.0f} rows/s (spark {result.compute_s:.2f}s, "
+        + f"{extra}{nibbled}{triggers}{sessions}, {rate:,.0f} rows/s "
+        f"(spark {result.compute_s:.2f}s, "
         f"db {result.seconds - result.compute_s:.2f}s), lag {lag}, stream time {stream_time}"
     )
 
@@ -55,6 +58,7 @@ class Totals:
     duplicates: int = 0
     rejected: int = 0
     nibbled: int = 0
+    extra_fields: int = 0  # records with fields beyond uuid, val, ts (those are not stored)
     by_reason: dict[str, int] = field(default_factory=dict)
 
     def add(self, result: BatchResult) -> None:
@@ -65,6 +69,7 @@ class Totals:
         self.duplicates += result.duplicates
         self.rejected += result.rejected
         self.nibbled += result.nibbled
+        self.extra_fields += result.extra_fields
         for reason, count in result.by_reason.items():
             self.by_reason[reason] = self.by_reason.get(reason, 0) + count
 

@@ -66,6 +66,7 @@ class BatchRows:
     bad: pa.Table
     source: str = ""  # the one file these rows came from, when they came from one
     pid: int | None = None  # the Spark partition they are, when Spark computes its partials
+    extra: int = 0  # input records with fields beyond uuid, val, ts (dropped; counted)
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class BatchResult:
     compute_s: float = 0.0
     spark_rollups: int = 0  # rows whose rollups came from Spark's partials, not the triggers
     session_s: float = 0.0  # of ``seconds``, spent keeping session windows
+    extra_fields: int = 0  # records with fields beyond uuid, val, ts, which are not stored
 
 
 # A chunk is its rows, or a function that makes them: the sink's writer thread calls it, so
@@ -205,9 +207,11 @@ class _Tally:
     reasons: Counter[str] = field(default_factory=Counter)
     rejected: int = 0
     presummed: dict[int, PartitionCheck] = field(default_factory=dict)  # by Spark partition
+    extra: int = 0
 
     def add(self, rows: BatchRows, path: str = "") -> None:
         good, bad = rows.good, rows.bad
+        self.extra += rows.extra
         if path == PRECOMPUTED and rows.pid is not None:
             self.presummed[rows.pid] = PartitionCheck.of(good)
         if good.num_rows:
@@ -361,6 +365,7 @@ def _finish(
         newest_ts=newest,
         nibbled=nibbled,
         path=written.path,
+        extra_fields=tally.extra,
     )
     conn.execute(
         "UPDATE slidewin.ingest_batches SET rows_in = %s, accepted = %s, duplicates = %s, "

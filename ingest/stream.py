@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from pathlib import PurePosixPath
 
@@ -144,7 +145,7 @@ class BatchHandler:
     ) -> BatchResult:
         """Write the batch; ``narrow`` (after a content failure): one chunk per file, and rows
         PostgreSQL refuses become dead letters (``ingest.isolate``)."""
-        return write_batch(
+        result = write_batch(
             self._connection(),
             self.config.marker_id(self.stream, str(self._checkpoint_id)),
             STREAM,
@@ -154,6 +155,11 @@ class BatchHandler:
             isolate.insert_narrowed if narrow else insert_rows,
             self.config.grace,
         )
+        if self.stream != "parquet" or result.skipped:
+            return result
+        # Parquet columns beyond uuid, val, ts are not read at all: their files' footers count
+        paths = [str(p) for p in batch_files(self.config.checkpoint_for(self.stream), batch_id)]
+        return replace(result, extra_fields=result.extra_fields + foreign.extra_rows(paths))
 
     def compute(
         self,
@@ -187,10 +193,13 @@ class BatchHandler:
         )
         if self._fixed is None:
             self._fixed = (
-                parse.parse_steps(self.stream),
+                parse.parse_steps(self.stream, self.config.epoch_unit),
                 parse.output_steps(self.stream, self.partitions),
             )
         head, tail = self._fixed
+        if state.newest is None and self.config.history is not None:
+            newest = self._newest_in_batch(df, batch_id, limits, by_file=by_file)
+            limits = replace(limits, newest_in_batch=newest)
         steps = [*head, *parse.classify_steps(self.stream, limits), *tail]
         if not by_file:
             plan = parse.apply(df, steps)
@@ -202,7 +211,10 @@ class BatchHandler:
                 for pid, table in indexed_partitions(plan):
                     # split here: this thread waits on Spark's helper thread anyway, and the
                     # dedup is then off the database's path (the writer only writes)
-                    yield replace(batch.split(table), pid=pid if by_spark else None)
+                    rows = batch.split(table)
+                    if batch.unclosed_quotes(rows):  # a CSV record spans lines: read by files
+                        raise _PulledBatchFailed("a quoted CSV field holds a line break")
+                    yield replace(rows, pid=pid if by_spark else None)
                 partials = summing.result() if summing is not None else None
             except (*SPARK_ERRORS, PullUnavailable) as exc:
                 raise _PulledBatchFailed(first_line(str(exc))) from exc
@@ -220,10 +232,33 @@ class BatchHandler:
         if narrow:  # one file per chunk, so a refused row's dead letter names its file
             for path in sorted(paths):
                 rows = batch.split(self._collect_chunk(spark, [path], steps, limits))
-                yield BatchRows(rows.good, rows.bad, PurePosixPath(path).name)
+                yield BatchRows(rows.good, rows.bad, PurePosixPath(path).name, extra=rows.extra)
             return
         for names in file_chunks(paths):  # Spark runs in this thread: dedup in the writer's
             yield partial(batch.split, self._collect_chunk(spark, names, steps, limits))
+
+    def _newest_in_batch(
+        self, df: DataFrame, batch_id: int, limits: parse.Limits, *, by_file: bool
+    ) -> datetime | None:
+        """A stream's first batch has no stream time: its own newest valid event time is what
+        ``expired`` is judged against (``parse.Limits``), one pass over the batch before it."""
+        assert self._fixed is not None
+        head, tail = self._fixed
+        judged = [*head, *parse.classify_steps(self.stream, limits)]
+        paths = batch_files(self.config.checkpoint_for(self.stream), batch_id) if by_file else []
+        if not paths:
+            try:
+                return parse.newest_valid(parse.apply(df, judged))
+            except SPARK_ERRORS as exc:
+                if by_file:
+                    raise
+                raise _PulledBatchFailed(first_line(str(exc))) from exc
+        spark, steps = df.sparkSession, [*judged, *tail]
+        found = [
+            batch.newest_valid(self._collect_chunk(spark, names, steps, limits))
+            for names in file_chunks([str(p) for p in paths])
+        ]
+        return max((t for t in found if t is not None), default=None)
 
     def _collect_chunk(
         self, spark: SparkSession, paths: list[str], steps: list[parse.Step], limits: parse.Limits
@@ -253,7 +288,7 @@ class BatchHandler:
         if check.kind == "unreadable":
             return batch.unreadable_file(PurePosixPath(check.path).name, check.path, check.reason)
         steps = [
-            *parse.parse_steps("text"),
+            *parse.parse_steps("text", self.config.epoch_unit),
             *parse.classify_steps("text", limits),
             *parse.output_steps("text", self.partitions),
         ]

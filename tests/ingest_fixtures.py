@@ -12,14 +12,14 @@ from pathlib import Path
 from tests.conftest import T0
 
 
-def spark_session() -> Iterator[object]:
+def spark_session(driver_memory: str = "768m") -> Iterator[object]:
     """One local[2] session for the Spark tests (UI off, 2 shuffle partitions); use it as a
     session-scoped fixture body: ``yield from spark_session()``."""
     from ingest.java import check_java
     from ingest.spark import build_session, stop_session
 
     check_java()
-    session = build_session("local[2]", shuffle_partitions=2, driver_memory="768m")
+    session = build_session("local[2]", shuffle_partitions=2, driver_memory=driver_memory)
     yield session
     stop_session(session)
 

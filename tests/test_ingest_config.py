@@ -46,6 +46,7 @@ def make(tmp_path: Path, **kw) -> IngestConfig:
         ({"chunk": 0}, "--chunk 0"),
         ({"max_rows": -3}, "--max-rows -3"),
         ({"reconnect_timeout": timedelta(seconds=-1)}, "--reconnect-timeout -1s is negative"),
+        ({"epoch_unit": "min"}, "--epoch-unit 'min' is not one of auto, s, ms, us, ns"),
     ],
 )
 def test_config_refuses_bad_values_naming_the_option(tmp_path, kw, needle):

@@ -84,19 +84,21 @@ TEXT: dict[str, tuple[list[bytes], set[str], Counter[str]]] = {
         set(),
         Counter(bad_encoding=3),
     ),
-    "rfc4180.csv": (
+    "rfc4180.csv": (  # one element per record: some span lines
         [
             b"uuid,val,ts",
             b'"q1",1,' + TS,  # quoted key: stored unquoted
             b'"q""2",2,' + TS,  # doubled quote: one quote
-            b'"multi',  # a field spanning lines: both halves refused, no half row
-            b'line",3,' + TS,
+            b'"multi\nline",3,' + TS,  # a field holding a line break: one record, one event
+            # a line inside a quoted field that looks like a record is no record (no phantom)
+            b'"note\nphantom,9,' + TS + b'\nend",10,' + TS,
             b'"ctl\x01x",4,' + TS,  # a control character inside a field is data
             b"q5,5,2026-01-01T12:00:00\x00Z",  # a NUL byte in a line
             "qé,6,".encode("latin-1") + TS,  # a Latin-1 line in a CSV file
+            b'"never closed,7,' + TS + b"\nq8,8," + TS,  # the rest of the file: one record
         ],
-        {"q1", 'q"2', "ctl\x01x"},
-        Counter(malformed=3, bad_encoding=1),
+        {"q1", 'q"2', "multi\nline", "note\nphantom,9," + TS.decode() + "\nend", "ctl\x01x"},
+        Counter(malformed=2, bad_encoding=1),
     ),
     "SHOUTED.JSONL": ([line(b"u1")], {"u1"}, Counter()),
     "Mixed.Csv": ([b"m1,1," + TS, b"m1,1," + TS], {"m1"}, Counter()),  # a duplicate
@@ -137,7 +139,8 @@ def write_bytes(folder: Path, name: str, lines: list[bytes], mtime: float) -> No
 
 
 def records(name: str, lines: list[bytes]) -> int:
-    """What counts as a record: every line but blank ones and a CSV header."""
+    """What counts as a record: every element but a CSV header (an element of a CSV file may
+    span lines, as a record whose quoted field holds a line break does)."""
     header = name.lower().endswith(".csv") and lines[0] == b"uuid,val,ts"
     return len(lines) - header
 

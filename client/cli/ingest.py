@@ -15,6 +15,7 @@ from db.limits import MAX_CHUNK
 from db.signals import Stop, stop_on_signals
 from ingest.config import (
     DEFAULT_MAX_FILES,
+    EPOCH_UNITS,
     FOREVER,
     FORMATS,
     PROCESSED,
@@ -77,6 +78,9 @@ class ArchiveFor(DurationType):
 @click.option("--rollups", type=click.Choice(ROLLUPS), default="spark", show_default=True,
               help="Who sums the per-second rollups of ingested rows: Spark (partials in each "
               "batch's plan, one upsert per batch) or the database's triggers.")
+@click.option("--epoch-unit", type=click.Choice(EPOCH_UNITS), default="auto", show_default=True,
+              help="Unit of a ts given as a number. auto: by magnitude -- below 1e11 seconds, "
+              "below 1e14 ms, below 1e17 us, else ns (a fraction is allowed: 1767268800.25).")
 @click.option("--spark-ui", is_flag=True, help="Start the Spark web UI (off by default).")
 @click.option("--query-id", default=None,
               help="Name of this ingest: batch markers, stream state and checkpoints use it "
@@ -104,6 +108,7 @@ def ingest_command(
     max_files_per_trigger: int,
     master: str,
     rollups: str,
+    epoch_unit: str,
     spark_ui: bool,
     query_id: str | None,
     reconnect_timeout: timedelta,
@@ -126,6 +131,7 @@ def ingest_command(
       slidewin ingest --landing /data/landing --once --json
       slidewin ingest --landing /data/other --archive-for 1d   # query id ingest-other-<hash>
       slidewin ingest --inline --history 1m --max-rows 100k --chunk 500
+      slidewin ingest --epoch-unit ms     # ts numbers are milliseconds, even small ones
     """
     from ingest.runner import preflight, run
 
@@ -142,6 +148,7 @@ def ingest_command(
         max_files_per_trigger=max_files_per_trigger, master=master, spark_ui=spark_ui,
         query_id=query_id, reconnect_timeout=reconnect_timeout, rollups=rollups,
         archive_for=archive_for,
+        epoch_unit=epoch_unit,
     )
     prepared = preflight(config, app.dsn)
     stop = Stop()
