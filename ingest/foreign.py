@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -65,10 +66,12 @@ def check(path: str) -> FileCheck:
     Spark's reader matches them; other columns are not read). The answer is kept for as long
     as the file keeps its size and modification time: the stream asks twice per batch."""
     try:
-        stat = os.stat(path)
+        found = os.stat(path)
     except OSError:
         return _check(path, 0, -1)
-    return _check(path, stat.st_mtime_ns, stat.st_size)
+    if not stat.S_ISREG(found.st_mode):  # a named pipe would block whoever opens it
+        return FileCheck(path, "unreadable", "not a regular file (a named pipe, socket or device)")
+    return _check(path, found.st_mtime_ns, found.st_size)
 
 
 @lru_cache(maxsize=4096)

@@ -361,15 +361,21 @@ def rename_undecodable(config: IngestConfig, progress: Callable[[str], None]) ->
         name = entry.name
         if name.startswith((b".", b"_")) or not name.lower().endswith(suffixes):
             continue
-        if not entry.is_file():
-            continue
         try:
             name.decode("utf-8")
             continue
         except UnicodeDecodeError:
             pass
-        done += _rename_to_utf8(Path(os.fsdecode(entry.path)), name, progress)
+        if _regular_file(entry):  # links, pipes and the like are the hazards' (set aside)
+            done += _rename_to_utf8(Path(os.fsdecode(entry.path)), name, progress)
     return done
+
+
+def _regular_file(entry: os.DirEntry[bytes]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _rename_to_utf8(path: Path, name: bytes, progress: Callable[[str], None]) -> int:
