@@ -5,7 +5,8 @@ Two file-source streams cover the three formats:
 * ``text`` reads JSON Lines (``*.jsonl``, ``*.ndjson``, ``*.json``) and CSV (``*.csv``) as lines
   of text, so every bad line keeps its exact raw text for the dead-letter table. The file's
   extension picks the parser (``from_json`` / ``from_csv``). CSV columns are ``uuid,val,ts`` in
-  that order; a header line ``uuid,val,ts`` is skipped, as are blank lines (they hold no event).
+  that order; a header line ``uuid,val,ts`` (quoted or not) is skipped, as are blank lines
+  (they hold no event).
   A CSV file whose quoted field holds a line break is read again record by record
   (``ingest.csvrecords``), never as lines that could pass for records.
 * ``parquet`` reads ``*.parquet`` with the schema ``uuid string, val bigint, ts timestamp``; a bad
@@ -201,7 +202,8 @@ def parse_text(df: DataFrame, epoch_unit: str = "auto") -> DataFrame:
 def _text_steps(epoch_unit: str) -> list[Step]:
     is_csv = F.lower(F.col("source")).endswith(F.lit(".csv"))
     trimmed = F.trim(F.col("raw"))
-    bare = F.regexp_replace(trimmed, "[\\s\ufeff]", "")  # a byte-order mark, too
+    # a byte-order mark, and quotes: pyarrow and pandas write the header "uuid","val","ts"
+    bare = F.regexp_replace(trimmed, "[\\s\ufeff\"]", "")
     # the regular expression only for lines that can be the header (it holds a "v"): for a line
     # of hex uuid, digits and ISO time it cost a fifth of the plan's CPU
     maybe_header = trimmed.contains("v") | trimmed.contains("V")

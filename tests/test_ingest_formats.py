@@ -342,6 +342,24 @@ def test_a_csv_field_holding_line_breaks_is_one_record_never_a_phantom(
     assert (totals.rows_in, totals.accepted, totals.rejected) == (6, 5, 1)
 
 
+def test_a_quoted_header_as_pyarrow_and_pandas_write_it_is_a_header(
+    spark, store_dsn, iconn, land, tmp_path
+):
+    """pyarrow's CSV writer (and pandas' with quoting) puts the header in quotes:
+    ``"uuid","val","ts"`` is the header too, never a dead letter."""
+    import pyarrow.csv as pacsv
+
+    table = pa.table({"uuid": ["q1", "q2"], "val": [1, 2], "ts": [ISO, ISO]})
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(table, sink)
+    written = sink.getvalue().to_pybytes()
+    assert written.startswith(b'"uuid","val","ts"')
+    drop(land, "arrow.csv", written)
+    results(spark, store_dsn, tmp_path, format="auto")
+    assert by_uuid(iconn) == {"q1": (1, T0), "q2": (2, T0)}
+    assert dead(iconn, "reason") == []
+
+
 def test_csv_records_are_split_by_rfc_4180():
     from ingest.csvrecords import records
 
