@@ -1,0 +1,19 @@
+-- slidewin.stream_drop(name): remove a declared stream -- its table and partitions, rollups,
+-- state, registry row and dead letters -- in one transaction. Returns the rows it held.
+CREATE OR REPLACE FUNCTION slidewin.stream_drop(p_name text)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_s    slidewin.streams := slidewin.stream_get(p_name);
+    v_rows bigint;
+BEGIN
+    EXECUTE format('SELECT coalesce(sum(n), 0) FROM slidewin_rollups.%I', v_s.name) INTO v_rows;
+    EXECUTE format('DROP TABLE slidewin_streams.%I', v_s.name);
+    EXECUTE format('DROP TABLE slidewin_rollups.%I', v_s.name);
+    DELETE FROM slidewin.stream_state WHERE stream = v_s.name;
+    DELETE FROM slidewin.dead_letters WHERE stream = v_s.name;
+    DELETE FROM slidewin.streams WHERE name = v_s.name;
+    RETURN v_rows;
+END
+$$;

@@ -1,0 +1,51 @@
+-- slidewin.stream_hopping(stream, measure, size, advance, from, to): hopping windows over one
+-- measure of a declared stream, with the semantics of slidewin.hopping (starts aligned to the
+-- epoch at multiples of advance, [start, start + size), one row per window holding events, every
+-- window starting in [from, to)). Each row: rows n, values cnt, total (what sum() over the raw
+-- values gives: exact for integers and numeric; for doubles the exact sum of their decimals,
+-- NaN/Infinity as sum() would say; NULL when no value), min, max, avg, final, partial.
+-- measure may be NULL when the stream has one. Cost grows with the range asked.
+CREATE OR REPLACE FUNCTION slidewin.stream_hopping(
+    p_stream text, p_measure text, p_size interval, p_advance interval,
+    p_from timestamptz, p_to timestamptz)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, cnt bigint,
+               total numeric, vmin numeric, vmax numeric, avg double precision,
+               final boolean, partial boolean)
+LANGUAGE plpgsql STABLE
+SET max_parallel_workers_per_gather = 0
+AS $$
+DECLARE
+    v_size  integer := slidewin.window_seconds('size', p_size);
+    v_adv   integer := slidewin.window_seconds('advance', p_advance);
+    v_step  integer := gcd(v_size, v_adv);
+    v_state record := slidewin.stream_window_state(p_stream, v_size, v_adv);
+    v_first timestamptz;
+    v_end   timestamptz;
+BEGIN
+    PERFORM slidewin.check_window_range(p_from, p_to, v_adv);
+    v_first := slidewin.grain_floor(p_from - interval '1 microsecond', v_adv)
+               + make_interval(secs => v_adv);
+    v_end := slidewin.grain_floor(p_to - interval '1 microsecond', v_adv)
+             + make_interval(secs => v_size);
+    RETURN QUERY
+    SELECT w.ws, w.ws + make_interval(secs => v_size), w.n, w.cnt, w.total, w.vmin, w.vmax,
+           (w.total / nullif(w.cnt, 0))::double precision,
+           coalesce(w.ws + make_interval(secs => v_size) <= v_state.watermark, false),
+           coalesce(w.ws <= v_state.retired_through, false)
+      FROM (SELECT s.ws, sum(b.n)::bigint AS n, sum(b.cnt)::bigint AS cnt,
+                   CASE WHEN sum(b.cnt) > 0 THEN slidewin.stream_total(
+                       sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint, sum(b.ninf)::bigint)
+                   END AS total,
+                   min(b.vmin) AS vmin, max(b.vmax) AS vmax
+              FROM slidewin.stream_buckets(p_stream, p_measure, v_step, v_first, v_end) AS b
+             CROSS JOIN LATERAL generate_series(
+                       slidewin.grain_floor(b.bucket - make_interval(secs => v_size - v_step)
+                                            - interval '1 microsecond', v_adv)
+                       + make_interval(secs => v_adv),
+                       slidewin.grain_floor(b.bucket, v_adv),
+                       make_interval(secs => v_adv)) AS s(ws)
+             WHERE s.ws >= p_from AND s.ws < p_to
+             GROUP BY s.ws) AS w
+     ORDER BY w.ws;
+END
+$$;

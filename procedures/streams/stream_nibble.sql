@@ -1,0 +1,37 @@
+-- slidewin.stream_nibble(stream, now, chunk): retention for a declared stream with a history --
+-- delete at most `chunk` of its oldest rows older than now - history (the time index's order),
+-- and remember the newest time deleted (windows starting at or before it
+-- are partial). Returns the rows deleted; call again while it returns more than 0. Each call's
+-- cost is bounded by the chunk, whatever the table holds.
+CREATE OR REPLACE FUNCTION slidewin.stream_nibble(
+    p_stream text, p_now timestamptz, p_chunk integer DEFAULT 10000)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_s     slidewin.streams := slidewin.stream_get(p_stream);
+    v_total bigint := 0;
+    v_newest timestamptz;
+BEGIN
+    IF p_now IS NULL OR p_chunk IS NULL OR p_chunk < 1 THEN
+        RAISE EXCEPTION 'now and a chunk of 1 or more are required (got %, %)', p_now, p_chunk
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v_s.history IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- through the parent table, so that its statement triggers keep the rollups exact; the
+    -- oldest rows come from the time index of each partition, merged: bounded by the chunk
+    EXECUTE format(
+        'WITH gone AS (DELETE FROM slidewin_streams.%1$I t USING (SELECT %2$I AS k, %3$I AS ts '
+        'FROM slidewin_streams.%1$I WHERE %3$I < $1 ORDER BY %3$I LIMIT $2) d '
+        'WHERE t.%2$I = d.k AND t.%3$I = d.ts RETURNING t.%3$I) SELECT count(*), max(%3$I) FROM gone',
+        v_s.name, v_s.key_column, v_s.time_column)
+    INTO v_total, v_newest USING p_now - v_s.history, p_chunk;
+    IF v_newest IS NOT NULL THEN
+        UPDATE slidewin.streams SET retired_through = greatest(retired_through, v_newest)
+         WHERE name = v_s.name;
+    END IF;
+    RETURN v_total;
+END
+$$;

@@ -1,0 +1,30 @@
+-- slidewin.stream_rollups_on_delete(): AFTER DELETE and AFTER UPDATE statement trigger of a declared
+-- stream's table (TG_ARGV[0]: its name): the seconds the statement touched are emptied and
+-- aggregated again from the raw rows (slidewin.stream_rollup_sql's recompute_sql), so sums, min
+-- and max stay exact and nothing is ever subtracted.
+CREATE OR REPLACE FUNCTION slidewin.stream_rollups_on_delete()
+RETURNS trigger
+LANGUAGE plpgsql
+SET extra_float_digits = 1  -- as in slidewin.stream_rollups_on_insert
+AS $$
+DECLARE
+    v_s    slidewin.streams;
+    v_secs timestamptz[];
+BEGIN
+    SELECT * INTO STRICT v_s FROM slidewin.streams WHERE name = TG_ARGV[0];
+    IF TG_OP = 'UPDATE' THEN
+        EXECUTE format('SELECT array_agg(DISTINCT s) FROM (SELECT date_trunc(''second'', %1$I, '
+                       '''UTC'') FROM old_rows UNION SELECT date_trunc(''second'', %1$I, ''UTC'') '
+                       'FROM new_rows) AS u(s)', v_s.time_column) INTO v_secs;
+    ELSE
+        EXECUTE format('SELECT array_agg(DISTINCT date_trunc(''second'', %I, ''UTC'')) '
+                       'FROM old_rows', v_s.time_column) INTO v_secs;
+    END IF;
+    IF v_secs IS NULL THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE format('DELETE FROM slidewin_rollups.%I WHERE sec = ANY($1)', v_s.name) USING v_secs;
+    EXECUTE v_s.recompute_sql USING v_secs;
+    RETURN NULL;
+END
+$$;

@@ -1,0 +1,17 @@
+-- slidewin.stream_summary(stream, measure, from, to): one row over [from, to) of a declared
+-- stream -- rows n, values cnt, total, min, max, avg, as slidewin.stream_hopping's columns; cnt 0
+-- and NULLs (no data, never 0) when the range holds no value.
+CREATE OR REPLACE FUNCTION slidewin.stream_summary(
+    p_stream text, p_measure text, p_from timestamptz, p_to timestamptz)
+RETURNS TABLE (n bigint, cnt bigint, total numeric, vmin numeric, vmax numeric,
+               avg double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(sum(b.n), 0)::bigint, coalesce(sum(b.cnt), 0)::bigint,
+           CASE WHEN sum(b.cnt) > 0 THEN slidewin.stream_total(
+               sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint, sum(b.ninf)::bigint) END,
+           min(b.vmin), max(b.vmax),
+           (slidewin.stream_total(sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint,
+                                  sum(b.ninf)::bigint) / nullif(sum(b.cnt), 0))::double precision
+      FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from, p_to) AS b
+$$;

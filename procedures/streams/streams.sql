@@ -1,0 +1,40 @@
+-- slidewin.streams: the registry of streams. `events` is the built-in stream (its own tables,
+-- slidewin.events and slidewin.rollups); every other row is a stream a user declared with
+-- slidewin.stream_define, whose rows live in slidewin_streams.<name> (hash-partitioned on its key
+-- into slidewin_streams."<name>#<i>") and whose per-second rollups live in slidewin_rollups.<name>.
+--
+-- columns: the declared columns in order, [{"name": ..., "type": ..., "required": bool}], key and
+-- time column included. measures: the numeric columns the rollups and windows aggregate.
+-- insert_sql / recompute_sql: the rollup statements the triggers run, generated from the columns
+-- by slidewin.stream_rollup_sql whenever the stream is defined or altered.
+-- retired_through: the newest event time retention has deleted (windows starting at or before it
+-- are `partial`).
+CREATE SCHEMA IF NOT EXISTS slidewin_streams;
+CREATE SCHEMA IF NOT EXISTS slidewin_rollups;
+CREATE TABLE IF NOT EXISTS slidewin.streams (
+    name            text PRIMARY KEY CHECK (name ~ '^[a-z][a-z0-9_]{0,47}$'),
+    key_column      text NOT NULL,
+    time_column     text NOT NULL,
+    columns         jsonb NOT NULL CHECK (jsonb_typeof(columns) = 'array'),
+    measures        text[] NOT NULL DEFAULT '{}',
+    keep_extra      boolean NOT NULL DEFAULT false,
+    partitions      integer NOT NULL CHECK (partitions BETWEEN 1 AND 64),
+    history         interval CHECK (history > interval '0'),
+    grace           interval NOT NULL DEFAULT interval '0' CHECK (grace >= interval '0'),
+    builtin         boolean NOT NULL DEFAULT false,
+    insert_sql      text,
+    recompute_sql   text,
+    retired_through timestamptz,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO slidewin.streams (name, key_column, time_column, columns, measures, partitions, builtin)
+VALUES ('events', 'uuid', 'ts',
+        '[{"name": "uuid", "type": "text", "required": true},
+          {"name": "val", "type": "bigint", "required": true},
+          {"name": "ts", "type": "timestamptz", "required": true}]',
+        '{val}', 8, true)
+ON CONFLICT (name) DO NOTHING;
+-- the dead letters of a declared stream name it; NULL is the built-in stream `events`
+ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS stream text;
+CREATE INDEX IF NOT EXISTS dead_letters_stream ON slidewin.dead_letters (stream, id)
+    WHERE stream IS NOT NULL;
