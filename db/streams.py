@@ -1,0 +1,235 @@
+"""Declared streams: the user's own events, typed columns, measures (``procedures/streams``).
+
+A thin, typed shell over the SQL functions, so the CLI, the ingest and a psql user share one
+set of rules (names, types, measures) and one set of error messages. ``events`` is the built-in
+stream and is listed here, but its shape is fixed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from db.connect import refusal_text
+from db.errors import ProcedureError
+
+NAME_RULE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+TYPES = ("text", "bigint", "integer", "double precision", "numeric", "boolean", "timestamptz",
+         "jsonb")
+NUMERIC_TYPES = ("bigint", "integer", "double precision")
+
+
+_REFUSALS = (
+    psycopg.errors.InvalidParameterValue, psycopg.errors.NullValueNotAllowed,
+    psycopg.errors.DuplicateObject, psycopg.errors.UndefinedObject,
+    psycopg.errors.DuplicateColumn,
+)
+
+
+@contextlib.contextmanager
+def procedure_errors() -> Iterator[None]:
+    """A refusal of the stream functions (bad name, type or measure; a stream that exists or
+    does not) as ProcedureError: one line, the fix in brackets, exit code 2."""
+    try:
+        yield
+    except _REFUSALS as exc:
+        raise ProcedureError(refusal_text(exc)) from None
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    required: bool = False
+
+    @property
+    def numeric(self) -> bool:
+        """May be a measure (bigint, integer, double precision, numeric)."""
+        return self.type in NUMERIC_TYPES or self.type.startswith("numeric")
+
+
+@dataclass(frozen=True)
+class Stream:
+    name: str
+    key: str
+    time: str
+    columns: tuple[Column, ...]
+    measures: tuple[str, ...]
+    keep_extra: bool = False
+    partitions: int = 4
+    history: timedelta | None = None
+    grace: timedelta = timedelta(0)
+    builtin: bool = False
+
+    @property
+    def table(self) -> sql.Composed:
+        """The stream's table: ``slidewin_streams.<name>`` (``slidewin.events`` for events)."""
+        if self.builtin:
+            return sql.SQL("slidewin.events").format()
+        return sql.SQL("{}.{}").format(sql.Identifier("slidewin_streams"),
+                                        sql.Identifier(self.name))
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(name)
+
+
+def _stream(row: dict[str, Any]) -> Stream:
+    return Stream(
+        name=row["name"], key=row["key_column"], time=row["time_column"],
+        columns=tuple(
+            Column(c["name"], c["type"], bool(c.get("required"))) for c in row["columns"]
+        ),
+        measures=tuple(row["measures"]), keep_extra=row["keep_extra"],
+        partitions=row["partitions"], history=row["history"], grace=row["grace"],
+        builtin=row["builtin"],
+    )
+
+
+_SELECT = "SELECT * FROM slidewin.streams"
+
+
+def list_streams(conn: psycopg.Connection, *, declared_only: bool = False) -> list[Stream]:
+    """Every stream, by name; ``declared_only`` leaves out the built-in ``events``."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        where = " WHERE NOT builtin" if declared_only else ""
+        rows = cur.execute(_SELECT + where + " ORDER BY name").fetchall()
+    return [_stream(r) for r in rows]
+
+
+def get_stream(conn: psycopg.Connection, name: str) -> Stream:
+    """A declared stream, or StoreError naming it and how to list the streams."""
+    with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute("SELECT * FROM slidewin.stream_get(%s)", (name,)).fetchone()
+    assert row is not None
+    return _stream(row)
+
+
+def define(
+    conn: psycopg.Connection, name: str, *, key: str, time: str, columns: Sequence[Column],
+    measures: Sequence[str] = (), keep_extra: bool = False, partitions: int = 4,
+    history: timedelta | None = None, grace: timedelta = timedelta(0),
+) -> Stream:
+    """Declare a stream and create its tables (``slidewin.stream_define``), in one transaction."""
+    cols = json.dumps([{"name": c.name, "type": c.type, "required": c.required} for c in columns])
+    with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            "SELECT * FROM slidewin.stream_define(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
+            (name, key, time, cols, list(measures), keep_extra, partitions, history, grace),
+        ).fetchone()
+    assert row is not None
+    return _stream(row)
+
+
+def add_column(
+    conn: psycopg.Connection, name: str, column: str, type_: str, *, measure: bool = False
+) -> Stream:
+    """Add a nullable column (optionally a measure) without rewriting the table."""
+    with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute("SELECT * FROM slidewin.stream_add_column(%s, %s, %s, %s)",
+                          (name, column, type_, measure)).fetchone()
+    assert row is not None
+    return _stream(row)
+
+
+def add_measure(conn: psycopg.Connection, name: str, column: str) -> Stream:
+    """Make an existing numeric column a measure (its seconds are aggregated again)."""
+    with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute("SELECT * FROM slidewin.stream_add_measure(%s, %s)",
+                          (name, column)).fetchone()
+    assert row is not None
+    return _stream(row)
+
+
+def set_retention(
+    conn: psycopg.Connection, name: str, *, history: timedelta | None, grace: timedelta | None
+) -> Stream:
+    """Change a declared stream's history (None: keep) and grace (None: keep)."""
+    get_stream(conn, name)
+    with procedure_errors(), conn.transaction():
+        if history is not None:
+            conn.execute("UPDATE slidewin.streams SET history = %s WHERE name = %s",
+                         (history, name))
+        if grace is not None:
+            conn.execute("UPDATE slidewin.streams SET grace = %s WHERE name = %s", (grace, name))
+    return get_stream(conn, name)
+
+
+def drop(conn: psycopg.Connection, name: str) -> int:
+    """Remove a declared stream, its rows, rollups, state and dead letters; the rows it held."""
+    with procedure_errors(), conn.transaction():
+        row = conn.execute("SELECT slidewin.stream_drop(%s)", (name,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def nibble(conn: psycopg.Connection, name: str, now: datetime, chunk: int = 10_000) -> int:
+    """One bounded retention step of a declared stream; the rows deleted (0: nothing is due)."""
+    with procedure_errors():
+        row = conn.execute(
+            "SELECT slidewin.stream_nibble(%s, %s, %s)", (name, now, chunk)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def row_count(conn: psycopg.Connection, stream: Stream) -> int:
+    """Rows the stream holds, from its rollups (one row per second, not per event)."""
+    table = sql.Identifier("slidewin_rollups", stream.name)
+    row = conn.execute(sql.SQL("SELECT coalesce(sum(n), 0) FROM {}").format(table)).fetchone()
+    return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True)
+class Window:
+    window_start: datetime
+    window_end: datetime
+    n: int
+    cnt: int
+    total: Decimal | None
+    vmin: Decimal | None
+    vmax: Decimal | None
+    avg: float | None
+    final: bool
+    partial: bool
+
+
+def windows(
+    conn: psycopg.Connection, stream: str, kind: str, *, size: timedelta,
+    start: datetime, end: datetime, advance: timedelta | None = None, measure: str | None = None,
+) -> list[Window]:
+    """tumbling, hopping or sliding windows over one measure of a declared stream."""
+    if kind == "tumbling":
+        query, args = "stream_tumbling(%s, %s, %s, %s, %s)", (stream, measure, size, start, end)
+    elif kind == "hopping":
+        query = "stream_hopping(%s, %s, %s, %s, %s, %s)"
+        args = (stream, measure, size, advance, start, end)
+    elif kind == "sliding":
+        query, args = "stream_sliding(%s, %s, %s, %s, %s)", (stream, measure, size, start, end)
+    else:
+        raise ValueError(f"window kind {kind!r}: use tumbling, hopping or sliding")
+    with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(f"SELECT * FROM slidewin.{query}", args).fetchall()
+    return [Window(**r) for r in rows]
+
+
+def summary(
+    conn: psycopg.Connection, stream: str, start: datetime, end: datetime,
+    measure: str | None = None,
+) -> dict[str, Any]:
+    """n, cnt, total, vmin, vmax, avg of one measure over [start, end)."""
+    with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute("SELECT * FROM slidewin.stream_summary(%s, %s, %s, %s)",
+                          (stream, measure, start, end)).fetchone()
+    assert row is not None
+    return dict(row)
