@@ -209,6 +209,7 @@ def windows(
     start: datetime, end: datetime, advance: timedelta | None = None, measure: str | None = None,
 ) -> list[Window]:
     """tumbling, hopping or sliding windows over one measure of a declared stream."""
+    args: tuple[object, ...]
     if kind == "tumbling":
         query, args = "stream_tumbling(%s, %s, %s, %s, %s)", (stream, measure, size, start, end)
     elif kind == "hopping":
