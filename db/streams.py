@@ -22,6 +22,8 @@ from psycopg.rows import dict_row
 
 from db.connect import refusal_text
 from db.errors import ProcedureError
+from db.windows import Completeness
+from db.windows import Window as WindowRow
 
 NAME_RULE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 TYPES = ("text", "bigint", "integer", "double precision", "numeric", "boolean", "timestamptz",
@@ -32,7 +34,7 @@ NUMERIC_TYPES = ("bigint", "integer", "double precision")
 _REFUSALS = (
     psycopg.errors.InvalidParameterValue, psycopg.errors.NullValueNotAllowed,
     psycopg.errors.DuplicateObject, psycopg.errors.UndefinedObject,
-    psycopg.errors.DuplicateColumn,
+    psycopg.errors.DuplicateColumn, psycopg.errors.CheckViolation,
 )
 
 
@@ -154,12 +156,16 @@ def add_measure(conn: psycopg.Connection, name: str, column: str) -> Stream:
 
 
 def set_retention(
-    conn: psycopg.Connection, name: str, *, history: timedelta | None, grace: timedelta | None
+    conn: psycopg.Connection, name: str, *, history: timedelta | None, grace: timedelta | None,
+    forever: bool = False,
 ) -> Stream:
-    """Change a declared stream's history (None: keep) and grace (None: keep)."""
+    """Change a declared stream's history (None: keep; ``forever``: keep every event) and grace
+    (None: keep)."""
     get_stream(conn, name)
     with procedure_errors(), conn.transaction():
-        if history is not None:
+        if forever:
+            conn.execute("UPDATE slidewin.streams SET history = NULL WHERE name = %s", (name,))
+        elif history is not None:
             conn.execute("UPDATE slidewin.streams SET history = %s WHERE name = %s",
                          (history, name))
         if grace is not None:
@@ -234,3 +240,34 @@ def summary(
                           (stream, measure, start, end)).fetchone()
     assert row is not None
     return dict(row)
+
+
+def status(conn: psycopg.Connection, name: str, start: datetime, end: datetime) -> Completeness:
+    """Stream time, watermark, retention cut and late events in ``[start, end)`` of a declared
+    stream (``db.windows.status`` for the built-in one)."""
+    stream = get_stream(conn, name)
+    row = conn.execute(
+        "SELECT (SELECT newest_ts FROM slidewin.stream_state WHERE stream = %(s)s), "
+        "(SELECT watermark FROM slidewin.stream_state WHERE stream = %(s)s), "
+        "(SELECT retired_through FROM slidewin.streams WHERE name = %(s)s), "
+        "(SELECT count(*) FROM slidewin.dead_letters WHERE reason = 'late' AND stream = %(s)s "
+        " AND event_ts >= %(a)s AND event_ts < %(b)s)",
+        {"s": stream.name, "a": start, "b": end},
+    ).fetchone()
+    assert row is not None
+    return Completeness(row[0], row[1], row[2], int(row[3]))
+
+
+def as_window(w: Window) -> WindowRow:
+    """A declared stream's window in the built-in stream's shape (n: the measure's values)."""
+    return WindowRow(w.window_start, w.window_end, w.cnt, w.total, w.vmin, w.vmax, w.avg,
+                     w.final, w.partial)
+
+
+def newest_second(conn: psycopg.Connection, name: str) -> datetime | None:
+    """The newest second holding events of a declared stream (its rollups' last key), however
+    the rows were written."""
+    stream = get_stream(conn, name)
+    table = sql.Identifier("slidewin_rollups", stream.name)
+    row = conn.execute(sql.SQL("SELECT max(sec) FROM {}").format(table)).fetchone()
+    return row[0] if row else None

@@ -59,8 +59,8 @@ class Window:
     end: datetime
     n: int
     total: Decimal | None
-    vmin: int | None
-    vmax: int | None
+    vmin: int | Decimal | None  # Decimal for a declared stream's numeric or double measure
+    vmax: int | Decimal | None
     avg: float | None
     final: bool  # no event the ingest can still accept falls in it
     partial: bool  # retention has already deleted events at or after its start

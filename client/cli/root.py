@@ -178,6 +178,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Stream landing files into the store, exactly once (Spark)."),
     "jobs": ("client.cli.jobs:jobs", "Scheduled retention, view refresh and stats."),
     "query": ("client.cli.query:query", "Ask windowed questions (max, avg) of the rollups."),
+    "streams": ("client.cli.streams:streams_group",
+                "Declare your own streams: named, typed columns and measures."),
     "windows": ("client.cli.windows:windows_group",
                 "Tumbling, hopping, sliding, count and session windows."),
 }

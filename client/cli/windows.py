@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import click
@@ -16,10 +17,12 @@ from client.cli.context import AppContext, emit_json, number, pass_app
 from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from client.cli.root import SlidewinGroup
-from db import key_windows, window_follow, windows
+from db import key_windows, streams, window_follow, windows
 from db.clock import Clock, utc_now
 from db.errors import ConfigError, ProcedureError
 from db.signals import Stop, stop_on_signals
+
+BUILTIN = "events"
 
 
 def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -31,6 +34,41 @@ def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _keyed(params: dict[str, Any], key: str | None) -> dict[str, Any]:
     return {**params, "key": key} if key is not None else params
+
+
+def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--measure", default=None,
+                     help="The measure a declared stream's windows aggregate (needed when it "
+                          "has more than one).")(f)
+    return click.option("--stream", default=BUILTIN, show_default=True,
+                        help="The stream: events (built in) or one declared with `slidewin "
+                             "streams add`.")(f)
+
+
+def _declared(stream: str, measure: str | None, key: str | None,
+              opts: dict[str, Any]) -> bool:
+    """True for a declared stream; refuses what declared streams do not have yet."""
+    if stream == BUILTIN:
+        if measure not in (None, "val"):
+            raise ConfigError(f"--measure {measure}: the events stream has one measure, val")
+        return False
+    if key is not None:
+        raise ConfigError("--key works on the events stream only for now; query a declared "
+                          "stream's table with SQL (WHERE <key column> = ...)")
+    if opts.get("follow"):
+        raise ConfigError("--follow works on the events stream only for now; repeat the "
+                          "query (e.g. with watch) for a declared stream")
+    return True
+
+
+def _stream_series(stream: str, measure: str | None, kind: str, size: timedelta,
+                   advance: timedelta | None = None) -> window_follow.Series:
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        found = streams.windows(c, stream, kind, size=size, advance=advance, start=s, end=e,
+                                measure=measure)
+        return [streams.as_window(w) for w in found]
+
+    return series
 
 
 def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,13 +116,17 @@ def windows_group() -> None:
     """
 
 
-def reference_time(conn: psycopg.Connection, relative_to: str, clock: Clock) -> datetime:
+def reference_time(conn: psycopg.Connection, relative_to: str, clock: Clock,
+                   stream: str = "events") -> datetime:
     """The end of a --last range: the wall clock, the end of the newest second holding events,
     or a given time."""
     if relative_to == "now":
         return clock()
     if relative_to == "stream":
-        newest = windows.stream_time(conn)
+        if stream == BUILTIN:
+            newest = windows.stream_time(conn)
+        else:
+            newest = streams.newest_second(conn, stream)
         if newest is None:
             raise ConfigError("--relative-to stream: the store holds no events yet; use "
                               "--relative-to now or a time, or ingest some events first")
@@ -99,6 +141,7 @@ def resolve_range(
     to: datetime | None,
     relative_to: str,
     clock: Clock = utc_now,
+    stream: str = "events",
 ) -> tuple[datetime, datetime]:
     if (from_ is None) != (to is None):
         raise ConfigError("--from and --to go together; give both, or --last instead")
@@ -106,7 +149,7 @@ def resolve_range(
         if last is not None:
             raise ConfigError("--last and --from/--to both given; use one of them")
         return from_, to
-    end = reference_time(conn, relative_to, clock)
+    end = reference_time(conn, relative_to, clock, stream)
     return end - (last if last is not None else timedelta(hours=1)), end
 
 
@@ -120,8 +163,12 @@ def _named(exc: ProcedureError) -> ProcedureError:
 
 def window_json(w: windows.Window) -> dict[str, Any]:
     return {"start": w.start.isoformat(), "end": w.end.isoformat(), "n": w.n,
-            "sum": number(w.total), "min": w.vmin, "max": w.vmax, "avg": w.avg,
+            "sum": number(w.total), "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg,
             "final": w.final, "partial": w.partial}
+
+
+def _num(value: int | Decimal | None) -> int | float | None:
+    return number(value) if isinstance(value, Decimal) else value
 
 
 def _hms(t: datetime) -> str:
@@ -137,7 +184,7 @@ def window_line(w: windows.Window) -> str:
     avg = f"{w.avg:.3f}" if w.avg is not None else "-"
     marks = ("final" if w.final else "open") + (" partial" if w.partial else "")
     return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {_cell(number(w.total)):>14}  "
-            f"{_cell(w.vmin):>8}  {_cell(w.vmax):>8}  {avg:>12}  {marks}")
+            f"{_cell(_num(w.vmin)):>8}  {_cell(_num(w.vmax)):>8}  {avg:>12}  {marks}")
 
 
 HEADER = (f"{'window_start':19}  {'window_end':19}  {'n':>9}  {'sum':>14}  {'min':>8}  "
@@ -152,18 +199,23 @@ def _show(
     settled: timedelta,
     place: Callable[[windows.Window], datetime],
     opts: dict[str, Any],
+    stream: str = "events",
 ) -> None:
     with app.connect() as conn:
         try:
             start, end = resolve_range(conn, opts["last"], opts["from_"], opts["to"],
-                                       opts["relative_to"])
+                                       opts["relative_to"], stream=stream)
             if opts["follow"]:
                 _follow(app, conn, kind, params, series, settled, place, start, opts)
                 return
             found = series(conn, start, end)
         except ProcedureError as exc:
             raise _named(exc) from None
-        state = windows.status(conn, start, end)
+        if stream == BUILTIN:
+            state = windows.status(conn, start, end)
+        else:
+            state = streams.status(conn, stream, start, end)
+            params = {"stream": stream, **params}
     if opts["as_json"]:
         emit_json({"kind": kind, **params, "from": start.isoformat(), "to": end.isoformat(),
                    "relative_to": opts["relative_to"], **_status_json(state),
@@ -234,9 +286,11 @@ def _follow(
 @windows_group.command("tumbling")
 @click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (10s).")
 @key_option
+@stream_options
 @range_options
 @pass_app
-def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any) -> None:
+def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
+                 measure: str | None, **opts: Any) -> None:
     """Tumbling windows [start, start + size), aligned to the epoch.
 
     \b
@@ -244,7 +298,14 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any)
       slidewin windows tumbling --size 10s --last 1h
       slidewin windows tumbling --size 1m --from 2026-01-01T12:00 --to 2026-01-01T13:00 --json
       slidewin windows tumbling --size 10s --last 1h --key key-000042
+      slidewin windows tumbling --size 1m --last 1h --stream sensors --measure temp
     """
+    if _declared(stream, measure, key, opts):
+        _show(app, "tumbling", {"size_s": size.total_seconds()},
+              _stream_series(stream, measure, "tumbling", size), size, lambda w: w.start, opts,
+              stream)
+        return
+
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         if key is not None:
             return key_windows.tumbling(c, key, size, s, e)
@@ -259,10 +320,11 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any)
 @click.option("--advance", type=DURATION, required=True,
               help="How far each window starts after the previous one (10s); at most --size.")
 @key_option
+@stream_options
 @range_options
 @pass_app
 def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str | None,
-                **opts: Any) -> None:
+                stream: str, measure: str | None, **opts: Any) -> None:
     """Hopping windows [start, start + size), one every --advance, aligned to the epoch.
 
     \b
@@ -270,22 +332,31 @@ def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str |
       slidewin windows hopping --size 1m --advance 10s --last 1h
       slidewin windows hopping --size 1m --advance 10s --follow --emit final
       slidewin windows hopping --size 1m --advance 10s --last 1h --key key-000042
+      slidewin windows hopping --size 1m --advance 10s --stream sensors --measure temp
     """
+    params = {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()}
+    if _declared(stream, measure, key, opts):
+        _show(app, "hopping", params,
+              _stream_series(stream, measure, "hopping", size, advance), size,
+              lambda w: w.start, opts, stream)
+        return
+
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         if key is not None:
             return key_windows.hopping(c, key, size, advance, s, e)
         return windows.hopping(c, size, advance, s, e)
 
-    params = {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()}
     _show(app, "hopping", _keyed(params, key), series, size, lambda w: w.start, opts)
 
 
 @windows_group.command("sliding")
 @click.option("--size", type=DURATION, required=True, help="Window length, whole seconds (30s).")
 @key_option
+@stream_options
 @range_options
 @pass_app
-def sliding_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any) -> None:
+def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
+                measure: str | None, **opts: Any) -> None:
     """Sliding windows: for each second t holding events, seconds t - size through t (both ends
     inclusive, Kafka's KIP-450 at a one-second grain). The range selects t.
 
@@ -293,7 +364,14 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, **opts: Any) 
     Examples:
       slidewin windows sliding --size 30s --last 10m
       slidewin windows sliding --size 30s --last 10m --key key-000042
+      slidewin windows sliding --size 30s --last 10m --stream sensors --measure temp
     """
+    if _declared(stream, measure, key, opts):
+        _show(app, "sliding", {"size_s": size.total_seconds()},
+              _stream_series(stream, measure, "sliding", size), timedelta(seconds=1),
+              lambda w: w.end, opts, stream)
+        return
+
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         if key is not None:
             return key_windows.sliding(c, key, size, s, e)
