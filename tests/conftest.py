@@ -24,6 +24,9 @@ CLEAN_SQL = (
     "slidewin.session_tombstones, slidewin.session_store, slidewin.session_defs"
 )
 
+# declared streams are tables of their own: each test starts with none
+DROP_STREAMS_SQL = "SELECT slidewin.stream_drop(name) FROM slidewin.streams WHERE NOT builtin"
+
 
 @pytest.fixture(scope="session")
 def pg_admin_dsn() -> Iterator[str]:
@@ -67,6 +70,7 @@ def clean_connection(dsn: str, clean_sql: str = CLEAN_SQL) -> Iterator[psycopg.C
     """An autocommit connection to the store emptied by ``clean_sql``; the rollup invariant is
     checked when the block ends. The body of every per-test connection fixture."""
     with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(DROP_STREAMS_SQL)
         c.execute(clean_sql)
         yield c
         assert_rollups_exact(c)

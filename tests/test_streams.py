@@ -1,0 +1,386 @@
+"""Declared streams: typed tables, exact rollups for every measure type, windows, retention,
+names that cannot inject, and streams that never see each other's events."""
+
+from __future__ import annotations
+
+import decimal
+import json
+import math
+import random
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg import sql
+
+from client.cli.root import cli
+from db import streams
+from db.errors import ProcedureError
+from db.streams import Column
+from tests.conftest import T0
+
+S = timedelta(seconds=1)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def define(conn: psycopg.Connection, name: str = "sensors", vtype: str = "double precision",
+           **kw: Any) -> streams.Stream:
+    return streams.define(
+        conn, name, key="sensor", time="ts",
+        columns=[Column("sensor", "text"), Column("v", vtype), Column("site", "text")],
+        measures=["v"], **kw)
+
+
+def insert(conn: psycopg.Connection, name: str, rows: list[tuple[str, datetime, Any]]) -> int:
+    cur = conn.cursor()
+    cur.executemany(
+        sql.SQL("INSERT INTO {} (sensor, ts, v) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING")
+        .format(sql.Identifier("slidewin_streams", name)), rows)
+    return cur.rowcount
+
+
+def raw(conn: psycopg.Connection, name: str) -> list[tuple[str, datetime, Any]]:
+    # text, so that a double comes back as its shortest round-trip decimal, exactly
+    conn.execute("SET extra_float_digits = 1")
+    return conn.execute(
+        sql.SQL("SELECT sensor, ts, v::text FROM {}").format(
+            sql.Identifier("slidewin_streams", name))).fetchall()
+
+
+def brute(rows: list[tuple[str, datetime, Any]]) -> dict[datetime, dict[str, Any]]:
+    """Per second, from the raw rows: n, values, the exact sum of the finite values, min, max
+    and the NaN/+Inf/-Inf counts -- what the rollups must hold."""
+    out: dict[datetime, dict[str, Any]] = {}
+    decimal.getcontext().prec = 2000  # exact: doubles span 10^-324 .. 10^308
+    for _, ts, text in rows:
+        sec = ts.replace(microsecond=0)
+        b = out.setdefault(sec, {"n": 0, "cnt": 0, "sum": Decimal(0), "vals": [], "nan": 0,
+                                 "pinf": 0, "ninf": 0})
+        b["n"] += 1
+        if text is None:
+            continue
+        b["cnt"] += 1
+        d = Decimal(text)
+        if d.is_nan():
+            b["nan"] += 1
+        elif d == Decimal("Infinity"):
+            b["pinf"] += 1
+            b["vals"].append(d)
+        elif d == Decimal("-Infinity"):
+            b["ninf"] += 1
+            b["vals"].append(d)
+        else:
+            b["sum"] += d
+            b["vals"].append(d)
+    return out
+
+
+def rollups(conn: psycopg.Connection, name: str, double: bool) -> dict[datetime, dict[str, Any]]:
+    conn.execute("SET extra_float_digits = 1")
+    odd = ", v_nan, v_pinf, v_ninf" if double else ", 0, 0, 0"
+    rows = conn.execute(sql.SQL(
+        "SELECT sec, n, v_n, v_sum, v_min::text, v_max::text" + odd + " FROM {}"
+    ).format(sql.Identifier("slidewin_rollups", name))).fetchall()
+    return {r[0]: {"n": r[1], "cnt": r[2], "sum": r[3],
+                   "min": None if r[4] is None else Decimal(r[4]),
+                   "max": None if r[5] is None else Decimal(r[5]),
+                   "nan": r[6], "pinf": r[7], "ninf": r[8]} for r in rows}
+
+
+def assert_exact(conn: psycopg.Connection, name: str, double: bool) -> None:
+    want = brute(raw(conn, name))
+    got = rollups(conn, name, double)
+    assert set(got) == set(want)
+    for sec, b in want.items():
+        g = got[sec]
+        assert (g["n"], g["cnt"], g["sum"]) == (b["n"], b["cnt"], b["sum"]), sec
+        assert (g["nan"], g["pinf"], g["ninf"]) == (b["nan"], b["pinf"], b["ninf"]), sec
+        assert g["min"] == (min(b["vals"]) if b["vals"] else None), sec
+        assert g["max"] == (max(b["vals"]) if b["vals"] else None), sec
+
+
+VALUES = {
+    "bigint": lambda r: r.choice([r.randint(-2**62, 2**62), r.randint(-5, 5), None]),
+    "integer": lambda r: r.choice([r.randint(-2**31, 2**31 - 1), r.randint(-5, 5), None]),
+    "numeric(12,2)": lambda r: r.choice([Decimal(r.randint(-10**11, 10**11)) / 100, None]),
+    "double precision": lambda r: r.choice(
+        [r.uniform(-1e6, 1e6), r.choice([0.1, 0.2, -0.1, -0.3, 1e300, -1e300, 5e-324]),
+         math.nan, math.inf, -math.inf, None, r.uniform(-1, 1) * 10 ** r.randint(-300, 300)]),
+}
+
+
+@pytest.mark.parametrize("vtype", sorted(VALUES))
+def test_rollups_equal_a_brute_force_under_inserts_duplicates_deletes_and_nibbles(
+    conn: psycopg.Connection, vtype: str
+) -> None:
+    rng = random.Random(vtype)
+    define(conn, vtype=vtype, history=timedelta(seconds=40))
+    double = vtype == "double precision"
+    for step in range(30):
+        rows = [(f"s{rng.randint(0, 5)}", at(rng.randint(0, 600) / 10), VALUES[vtype](rng))
+                for _ in range(rng.randint(1, 40))]
+        insert(conn, "sensors", rows + rows[:3])  # duplicates are never stored twice
+        if step % 4 == 1:  # deletes of random rows, one statement
+            conn.execute("DELETE FROM slidewin_streams.sensors WHERE sensor = %s AND ts < %s",
+                         (f"s{rng.randint(0, 5)}", at(rng.randint(0, 60))))
+        if step % 5 == 2:  # an update takes values away (min and max must follow)
+            conn.execute("UPDATE slidewin_streams.sensors SET v = NULL "
+                         "WHERE sensor = %s AND ts > %s", (f"s{rng.randint(0, 5)}", at(30)))
+        if step % 7 == 3:
+            streams.nibble(conn, "sensors", at(rng.randint(40, 90)), chunk=7)
+        assert_exact(conn, "sensors", double)
+
+
+def test_doubles_that_cancel_sum_to_exactly_zero_and_nan_leaves_with_its_row(
+    conn: psycopg.Connection,
+) -> None:
+    define(conn)
+    insert(conn, "sensors", [("a", at(0.1), 0.1), ("b", at(0.2), 0.2), ("c", at(0.3), -0.3)])
+    whole = streams.summary(conn, "sensors", at(0), at(60))
+    assert whole["total"] == 0 and whole["cnt"] == 3  # 0.1 + 0.2 - 0.3 is 5.55e-17 in floats
+    insert(conn, "sensors", [("d", at(1.5), math.nan)])
+    assert streams.summary(conn, "sensors", at(0), at(60))["total"].is_nan()
+    conn.execute("DELETE FROM slidewin_streams.sensors WHERE sensor = 'd'")
+    assert streams.summary(conn, "sensors", at(0), at(60))["total"] == 0
+    insert(conn, "sensors", [("e", at(2), math.inf)])
+    got = streams.summary(conn, "sensors", at(0), at(60))
+    assert got["total"] == Decimal("Infinity") and got["avg"] == math.inf
+    insert(conn, "sensors", [("f", at(3), -math.inf)])
+    assert streams.summary(conn, "sensors", at(0), at(60))["total"].is_nan()
+
+
+def test_an_empty_window_says_no_data_never_zero(conn: psycopg.Connection) -> None:
+    define(conn)
+    insert(conn, "sensors", [("a", at(1), None)])  # a row, no value
+    got = streams.summary(conn, "sensors", at(0), at(60))
+    assert (got["n"], got["cnt"], got["total"], got["vmin"], got["avg"]) == (1, 0, None, None,
+                                                                             None)
+    assert streams.summary(conn, "sensors", at(100), at(160))["total"] is None
+
+
+def test_windows_equal_the_raw_rows_for_every_kind(conn: psycopg.Connection) -> None:
+    define(conn, vtype="numeric(12,2)")
+    rng = random.Random(7)
+    rows = [(f"s{i % 4}", at(rng.randint(0, 1200) / 10), Decimal(rng.randint(-999, 999)) / 100)
+            for i in range(300)]
+    insert(conn, "sensors", rows)
+    stored: dict[tuple[str, datetime], Decimal] = {}
+    for k, t, v in rows:
+        stored.setdefault((k, t), v)  # the first of duplicates is the one stored
+
+    def expect(lo: datetime, hi: datetime) -> tuple[int, Decimal | None, Decimal | None]:
+        vals = [v for (_, t), v in stored.items() if lo <= t < hi]
+        return len(vals), (sum(vals) if vals else None), (max(vals) if vals else None)
+
+    for w in streams.windows(conn, "sensors", "hopping", size=10 * S, advance=5 * S,
+                             start=at(0), end=at(120)):
+        assert (w.cnt, w.total, w.vmax) == expect(w.window_start, w.window_end)
+    for w in streams.windows(conn, "sensors", "sliding", size=3 * S, start=at(0), end=at(120)):
+        assert (w.cnt, w.total, w.vmax) == expect(w.window_start, w.window_end + S)
+    tumbling = streams.windows(conn, "sensors", "tumbling", size=60 * S, start=at(0),
+                               end=at(120))
+    assert sum(w.cnt for w in tumbling) == len(stored)
+
+
+def test_two_streams_with_the_same_keys_never_see_each_others_events(
+    conn: psycopg.Connection,
+) -> None:
+    define(conn, "left_s", vtype="bigint")
+    define(conn, "right_s", vtype="bigint")
+    insert(conn, "left_s", [("a", at(1), 1), ("b", at(2), 2)])
+    insert(conn, "right_s", [("a", at(1), 100)])
+    assert streams.summary(conn, "left_s", at(0), at(60))["total"] == 3
+    assert streams.summary(conn, "right_s", at(0), at(60))["total"] == 100
+    conn.execute("DELETE FROM slidewin_streams.left_s")
+    assert streams.summary(conn, "right_s", at(0), at(60))["total"] == 100
+    assert conn.execute("SELECT count(*) FROM slidewin.events").fetchone() == (0,)
+
+
+BAD_NAMES = ['x"; DROP TABLE slidewin.events; --', "Robert'); DROP", "a b", "1abc", "", "x" * 60,
+             'a"b', "Upper"]
+
+
+@pytest.mark.parametrize("bad", BAD_NAMES)
+def test_a_name_with_quotes_or_semicolons_is_refused_never_executed(
+    conn: psycopg.Connection, bad: str
+) -> None:
+    tables = conn.execute("SELECT count(*) FROM pg_class").fetchone()
+    for kind in ("stream", "key", "time", "column", "measure"):
+        args: dict[str, Any] = {"key": "k", "time": "ts", "columns": [Column("k", "text"),
+                                Column("v", "bigint")], "measures": ["v"]}
+        name = "s"
+        if kind == "stream":
+            name = bad
+        elif kind in ("key", "time"):
+            args[kind] = bad
+        elif kind == "column":
+            args["columns"] = [*args["columns"], Column(bad, "text")]
+        else:
+            args["measures"] = [bad]
+        with pytest.raises(ProcedureError):
+            streams.define(conn, name, **args)
+    with pytest.raises(ProcedureError):
+        streams.define(conn, "s", key="k", time="ts",
+                       columns=[Column("k", "text"), Column("v", "bigint); DROP TABLE x; --")])
+    with pytest.raises(ProcedureError, match="exists already"):
+        streams.define(conn, "events", key="k", time="ts", columns=[Column("k", "text")])
+    assert conn.execute("SELECT count(*) FROM pg_class").fetchone() == tables
+    assert conn.execute("SELECT count(*) FROM slidewin.streams WHERE NOT builtin").fetchone() \
+        == (0,)
+
+
+def test_types_are_real_columns_a_psql_user_can_select(conn: psycopg.Connection) -> None:
+    streams.define(conn, "orders", key="customer", time="ordered_at", columns=[
+        Column("customer", "bigint"), Column("amount", "numeric(12,2)"), Column("n", "integer"),
+        Column("paid", "bool"), Column("shipped_at", "timestamp"), Column("meta", "jsonb"),
+        Column("note", "string"), Column("weight", "float8")],
+        measures=["amount", "weight"], keep_extra=True)
+    types = dict(conn.execute(
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'slidewin_streams.orders'::regclass AND attnum > 0").fetchall())
+    assert types == {"customer": "bigint", "amount": "numeric(12,2)", "n": "integer",
+                     "paid": "boolean", "shipped_at": "timestamp with time zone",
+                     "meta": "jsonb", "note": "text", "weight": "double precision",
+                     "ordered_at": "timestamp with time zone", "attrs": "jsonb"}
+    parts = conn.execute("SELECT count(*) FROM pg_inherits "
+                         "WHERE inhparent = 'slidewin_streams.orders'::regclass").fetchone()
+    assert parts == (4,)
+
+
+def test_alter_adds_a_column_without_rewriting_and_a_measure_aggregated_again(
+    conn: psycopg.Connection,
+) -> None:
+    define(conn)
+    conn.execute("ALTER TABLE slidewin_streams.sensors ADD COLUMN w bigint")  # a user's column
+    conn.execute("UPDATE slidewin.streams SET columns = columns || "
+                 "'[{\"name\": \"w\", \"type\": \"bigint\", \"required\": false}]' "
+                 "WHERE name = 'sensors'")
+    conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, v, w) VALUES "
+                 "('a', %s, 1.5, 7), ('b', %s, 2.5, 8)", (at(1), at(1.5)))
+    before = conn.execute("SELECT pg_relation_filenode('slidewin_streams.\"sensors#0\"')").fetchone()
+    stream = streams.add_column(conn, "sensors", "hum", "double", measure=True)
+    assert stream.measures == ("v", "hum")
+    assert conn.execute("SELECT pg_relation_filenode('slidewin_streams.\"sensors#0\"')"
+                        ).fetchone() == before
+    streams.add_measure(conn, "sensors", "w")
+    assert streams.summary(conn, "sensors", at(0), at(60), "w")["total"] == 15
+    assert streams.summary(conn, "sensors", at(0), at(60), "hum")["cnt"] == 0
+    with pytest.raises(ProcedureError, match="cannot be a measure"):
+        streams.add_measure(conn, "sensors", "site")
+    with pytest.raises(ProcedureError, match="more than one measure"):
+        streams.summary(conn, "sensors", at(0), at(60))
+
+
+def test_drop_removes_tables_rollups_state_and_dead_letters_together(
+    conn: psycopg.Connection,
+) -> None:
+    define(conn)
+    insert(conn, "sensors", [("a", at(1), 1.0)])
+    conn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, %s)", (at(1), at(1), S))
+    conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, stream) "
+                 "VALUES ('x', 'malformed', '{', 'sensors')")
+    assert streams.drop(conn, "sensors") == 1
+    left = conn.execute(
+        "SELECT (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "        WHERE n.nspname IN ('slidewin_streams', 'slidewin_rollups')), "
+        "(SELECT count(*) FROM slidewin.stream_state WHERE stream = 'sensors'), "
+        "(SELECT count(*) FROM slidewin.dead_letters WHERE stream = 'sensors')").fetchone()
+    assert left == (0, 0, 0)
+    with pytest.raises(ProcedureError, match="no stream named"):
+        streams.drop(conn, "sensors")
+    with pytest.raises(ProcedureError, match="built in"):
+        streams.drop(conn, "events")
+
+
+def test_the_nibble_is_bounded_and_marks_windows_partial(conn: psycopg.Connection) -> None:
+    define(conn, history=timedelta(seconds=30))
+    insert(conn, "sensors", [(f"s{i}", at(i / 10), float(i)) for i in range(100)])
+    assert streams.nibble(conn, "sensors", at(31.5), chunk=7) == 7
+    deleted = 7
+    while (n := streams.nibble(conn, "sensors", at(31.5), chunk=7)) > 0:
+        assert n <= 7
+        deleted += n
+    assert deleted == 15  # events before at(1.5) are older than at(31.5) - 30 s
+    windows = streams.windows(conn, "sensors", "tumbling", size=S, start=at(0), end=at(3))
+    assert [(w.window_start, w.partial) for w in windows] == [(at(1), True), (at(2), False)]
+    with pytest.raises(ProcedureError, match="longer than its history"):
+        streams.windows(conn, "sensors", "tumbling", size=60 * S, start=at(0), end=at(60))
+
+
+def test_final_follows_the_streams_own_watermark(conn: psycopg.Connection) -> None:
+    define(conn, grace=2 * S)
+    insert(conn, "sensors", [("a", at(1), 1.0), ("a", at(12), 2.0)])
+    conn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, %s)", (at(12), at(12), 2 * S))
+    windows = streams.windows(conn, "sensors", "tumbling", size=5 * S, start=at(0), end=at(20))
+    assert [(w.window_start, w.final) for w in windows] == [(at(0), True), (at(10), False)]
+
+
+@pytest.fixture
+def runner_env(store_dsn: str, conn: psycopg.Connection) -> Iterator[dict[str, str]]:
+    yield {"SLIDEWIN_DSN": store_dsn}
+
+
+def run(env: dict[str, str], *args: str, input: str | None = None) -> Any:
+    return CliRunner().invoke(cli, list(args), env=env, input=input, catch_exceptions=False)
+
+
+def test_the_cli_declares_lists_shows_alters_queries_and_drops(
+    runner_env: dict[str, str], conn: psycopg.Connection
+) -> None:
+    added = run(runner_env, "streams", "add", "sensors", "--key", "sensor", "--time", "ts",
+                "--column", "temp:double", "--column", "amount:numeric(12,2)",
+                "--measure", "temp", "--measure", "amount", "--history", "1h", "--json")
+    assert added.exit_code == 0, added.output
+    assert json.loads(added.stdout)["measures"] == ["temp", "amount"]
+    conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, temp, amount) VALUES "
+                 "('a', %s, 1.5, 2.25), ('b', %s, 2.5, 1.00)", (at(1), at(2)))
+    listed = json.loads(run(runner_env, "streams", "list", "--json").stdout)
+    assert {s["name"]: s["rows"] for s in listed["streams"]} == {"events": None, "sensors": 2}
+    assert "amount" in run(runner_env, "streams", "show", "sensors").stdout
+    got = run(runner_env, "windows", "tumbling", "--stream", "sensors", "--measure", "amount",
+              "--size", "10s", "--from", at(0).isoformat(), "--to", at(60).isoformat(), "--json")
+    assert got.exit_code == 0, got.output
+    body = json.loads(got.stdout)
+    assert body["stream"] == "sensors"
+    assert [(w["n"], w["sum"], w["max"]) for w in body["windows"]] == [(2, 3.25, 2.25)]
+    refused = run(runner_env, "windows", "tumbling", "--stream", "sensors", "--size", "10s",
+                  "--last", "1m")
+    assert refused.exit_code == 2 and "--measure" in refused.output
+    altered = run(runner_env, "streams", "alter", "sensors", "--add-column", "hum:double",
+                  "--as-measure", "--history", "forever")
+    assert altered.exit_code == 0, altered.output
+    assert streams.get_stream(conn, "sensors").history is None
+    no = run(runner_env, "streams", "drop", "sensors")
+    assert no.exit_code == 2 and "--yes" in no.output
+    assert run(runner_env, "streams", "drop", "sensors", "--yes").exit_code == 0
+    bad = run(runner_env, "streams", "add", "x;drop", "--key", "k", "--time", "ts")
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1
+
+
+def test_infer_prints_the_declaration_and_asks(
+    runner_env: dict[str, str], conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    sample = tmp_path / "views.jsonl"
+    sample.write_text('{"user_id": "u1", "ts": "2026-01-01T12:00:00Z", "ms": 12, "path": "/a", '
+                      '"score": 0.5, "tags": ["x"]}\n'
+                      '{"user_id": "u2", "ts": "2026-01-01T12:00:01Z", "ms": 7, "path": "/b", '
+                      '"score": 1, "tags": []}\n')
+    declined = run(runner_env, "streams", "add", "views", "--infer", str(sample), input="n\n")
+    assert declined.exit_code == 1
+    assert "--key user_id:text --time ts" in declined.output
+    assert streams.list_streams(conn, declared_only=True) == []
+    accepted = run(runner_env, "streams", "add", "views", "--infer", str(sample), "--yes")
+    assert accepted.exit_code == 0, accepted.output
+    stream = streams.get_stream(conn, "views")
+    assert {c.name: c.type for c in stream.columns} == {
+        "user_id": "text", "ts": "timestamptz", "ms": "bigint", "path": "text",
+        "score": "double precision", "tags": "jsonb"}
+    assert stream.measures == ("ms", "score")
