@@ -19,7 +19,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from db import sessions
+from db import sessions, streams
+from db.streams import Column
 from tests import store_fixtures
 from tests.store_fixtures import at, put
 
@@ -128,6 +129,39 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                       (at(-50),), False),
     "sliding": ("SELECT * FROM slidewin.sliding(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "stream_begin": ("SELECT * FROM slidewin.stream_begin(%s)", ("events",), False),
+    "check_stream_name": ("SELECT slidewin.check_stream_name('stream', %s)", ("abc",), False),
+    "stream_type": ("SELECT slidewin.stream_type('c', %s)", ("decimal(12, 2)",), False),
+    "stream_get": ("SELECT (slidewin.stream_get(%s)).measures", ("sensors",), False),
+    "stream_measure_type": ("SELECT slidewin.stream_measure_type(columns, %s, key_column, "
+                            "time_column) FROM slidewin.streams WHERE name = 'sensors'",
+                            ("w",), False),
+    "stream_measure_ddl": ("SELECT slidewin.stream_measure_ddl(%s, 'double precision')", ("m",),
+                           False),
+    "stream_rollup_sql": ("SELECT slidewin.stream_rollup_sql(%s)", ("sensors",), False),
+    "stream_define": ("SELECT (slidewin.stream_define(%s, 'k', 'ts', '[{\"name\": \"k\"}]'))"
+                      ".name", lambda i: (f"def{i}",), True),
+    "stream_add_column": ("SELECT (slidewin.stream_add_column('sensors', %s, 'bigint')).name",
+                          lambda i: (f"col{i}",), True),
+    "stream_add_measure": ("WITH c AS (SELECT slidewin.stream_add_column('sensors', %s, 'bigint')"
+                           ") SELECT (slidewin.stream_add_measure('sensors', %s)).name FROM c",
+                           lambda i: (f"m{i}", f"m{i}"), True),
+    "stream_drop": ("SELECT slidewin.stream_drop((slidewin.stream_define(%s, 'k', 'ts', "
+                    "'[{\"name\": \"k\"}]')).name)", lambda i: (f"gone{i}",), True),
+    "stream_measure": ("SELECT * FROM slidewin.stream_measure('sensors', %s)", ("w",), False),
+    "stream_total": ("SELECT slidewin.stream_total(%s, 0, 1, 0)", (5,), False),
+    "stream_buckets": ("SELECT * FROM slidewin.stream_buckets('sensors', %s, 10, %s, %s)",
+                       ("v", at(0), at(60)), False),
+    "stream_window_state": ("SELECT * FROM slidewin.stream_window_state('sensors', %s, %s)",
+                            (10, 5), False),
+    "stream_hopping": ("SELECT * FROM slidewin.stream_hopping('sensors', 'v', %s, %s, %s, %s)",
+                       (10 * S, 5 * S, at(0), at(60)), False),
+    "stream_tumbling": ("SELECT * FROM slidewin.stream_tumbling('sensors', 'w', %s, %s, %s)",
+                        (10 * S, at(0), at(60)), False),
+    "stream_sliding": ("SELECT * FROM slidewin.stream_sliding('sensors', 'v', %s, %s, %s)",
+                       (10 * S, at(0), at(60)), False),
+    "stream_summary": ("SELECT * FROM slidewin.stream_summary('sensors', 'v', %s, %s)",
+                       (at(0), at(60)), False),
+    "stream_nibble": ("SELECT slidewin.stream_nibble('sensors', %s, 10)", (at(0),), False),
     "stream_time": ("SELECT slidewin.stream_time()", (), False),
     "tumbling": ("SELECT * FROM slidewin.tumbling(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "window_avg": ("SELECT slidewin.window_avg(%s, %s)", (30, at(40)), False),
@@ -140,10 +174,11 @@ CALLS: dict[str, tuple[str, object, bool]] = {
 }
 # sets of buckets for other functions to order: the same rows each call, in any order (a
 # generic plan may aggregate by hash where the first plans sorted)
-UNORDERED = {"key_buckets", "rollup_buckets"}
+UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets"}
 # run by the statements above rather than called: triggers, and the job store's own
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
-            "sessions_on_insert"}
+            "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
+            "stream_rollups_on_truncate"}
 
 
 @pytest.fixture
@@ -153,6 +188,12 @@ def busy(sconn: psycopg.Connection) -> psycopg.Connection:
     sessions.define(sconn, sessions.SessionDef("clicks", 30 * S, 0 * S, timedelta(minutes=10)))
     put(sconn, [(k, i, at(i * 1.5)) for i in range(27) for k in ("a", "b")])
     sconn.execute("SELECT slidewin.ingest_advance('events', %s, %s, %s)", (at(40), at(40), 5 * S))
+    streams.define(sconn, "sensors", key="k", time="ts", measures=["v", "w"], history=60 * S,
+                   columns=[Column("k", "text"), Column("v", "double"), Column("w", "bigint")])
+    sconn.execute("INSERT INTO slidewin_streams.sensors (k, ts, v, w) "
+                  "SELECT 'k' || (i %% 3), %s + i * interval '1.5 s', i / 7.0, i FROM "
+                  "generate_series(0, 40) i", (at(0),))
+    sconn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, %s)", (at(40), at(40), S))
     return sconn
 
 

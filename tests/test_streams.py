@@ -265,11 +265,11 @@ def test_alter_adds_a_column_without_rewriting_and_a_measure_aggregated_again(
                  "WHERE name = 'sensors'")
     conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, v, w) VALUES "
                  "('a', %s, 1.5, 7), ('b', %s, 2.5, 8)", (at(1), at(1.5)))
-    before = conn.execute("SELECT pg_relation_filenode('slidewin_streams.\"sensors#0\"')").fetchone()
+    filenode = "SELECT pg_relation_filenode('slidewin_streams.\"sensors#0\"')"
+    before = conn.execute(filenode).fetchone()
     stream = streams.add_column(conn, "sensors", "hum", "double", measure=True)
     assert stream.measures == ("v", "hum")
-    assert conn.execute("SELECT pg_relation_filenode('slidewin_streams.\"sensors#0\"')"
-                        ).fetchone() == before
+    assert conn.execute(filenode).fetchone() == before
     streams.add_measure(conn, "sensors", "w")
     assert streams.summary(conn, "sensors", at(0), at(60), "w")["total"] == 15
     assert streams.summary(conn, "sensors", at(0), at(60), "hum")["cnt"] == 0
