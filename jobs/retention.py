@@ -36,7 +36,7 @@ from typing import TypeVar
 
 import psycopg
 
-from db import sessions
+from db import sessions, streams
 from db.clock import Clock, utc_now
 from db.connect import ThreadConnections
 from db.retention import nibble, partition_keys, row_targets
@@ -188,6 +188,25 @@ def expire_sessions(conn: psycopg.Connection, chunk: int, max_rounds: int = 1000
         if deleted < chunk:
             break
     return total
+
+
+def nibble_streams(
+    conn: psycopg.Connection, now: datetime, chunk: int, max_rounds: int = 1000
+) -> dict[str, int]:
+    """Each declared stream with a history: its events older than ``now`` - history, in calls of
+    at most ``chunk`` rows (``db.streams.nibble``, each committing on its own), while a call
+    fills its chunk; the rows deleted per stream (streams with nothing due left out)."""
+    deleted: dict[str, int] = {}
+    for stream in streams.list_streams(conn, declared_only=True):
+        if stream.history is None:
+            continue
+        for _ in range(max_rounds):
+            n = streams.nibble(conn, stream.name, now, chunk)
+            if n:
+                deleted[stream.name] = deleted.get(stream.name, 0) + n
+            if n < chunk:
+                break
+    return deleted
 
 
 def prepare_session(conn: psycopg.Connection) -> None:

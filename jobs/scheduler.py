@@ -41,6 +41,7 @@ from jobs.retention import (
     NibblePool,
     RoundResult,
     expire_sessions,
+    nibble_streams,
     run_until_caught_up,
 )
 from jobs.runs import JobRun, record_run
@@ -198,16 +199,22 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
     if not result.skipped:
         vacuum.nudge()
     expired = expire_sessions(conn, policy.chunk, MAX_ROUNDS) if not result.skipped else 0
+    by_stream = nibble_streams(conn, rt.clock(), policy.chunk, MAX_ROUNDS)
     vacuumed, vacuum_ms = vacuum.drain()
     finished = rt.clock()
     run = _retention_run(name, started, finished, result, vacuumed, vacuum_ms)
     if expired:
         run = replace(run, detail={**run.detail, "sessions_expired": expired})
+    if by_stream:
+        run = replace(run, detail={**run.detail, "streams_deleted": by_stream})
     record_run(conn, run)
-    if result.total or vacuumed or expired:
+    if result.total or vacuumed or expired or by_stream:
         took = timedelta(seconds=time.monotonic() - began)
         line = _round_line(name, result, took, vacuumed)
-        rt.report(line + (f"; {expired} sessions past their retention deleted" if expired else ""))
+        line += f"; {expired} sessions past their retention deleted" if expired else ""
+        line += "".join(f"; stream {s}: {n} rows past its history deleted"
+                        for s, n in sorted(by_stream.items()))
+        rt.report(line)
 
 
 def _retention_run(

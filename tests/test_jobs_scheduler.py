@@ -241,3 +241,27 @@ def test_the_retention_job_expires_session_windows_by_their_own_retention(dsn):
     assert any("5 sessions past their retention deleted" in line for line in lines), lines
     detail = count(dsn, "SELECT max((detail->>'sessions_expired')::int) FROM slidewin.job_runs")
     assert detail == 5
+
+
+def test_the_retention_job_nibbles_each_declared_stream_by_its_own_history(dsn):
+    """A declared stream with a 30 s history loses its older events in chunks of the policy's
+    size (chunk 2: several calls), a stream kept forever loses nothing, and the run says so."""
+    from db import streams
+    from db.streams import Column
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, history in (("short", timedelta(seconds=30)), ("kept", None)):
+            streams.define(conn, name, key="k", time="ts", history=history,
+                           columns=[Column("k", "text"), Column("v", "bigint")], measures=["v"])
+            conn.execute(
+                f"INSERT INTO slidewin_streams.{name} (k, ts, v) SELECT 'k' || i, "
+                "%s - i * interval '10 s', i FROM generate_series(0, 9) i", (NOW,))
+    store.add_retention(dsn, RetentionPolicy(history=2 * HOUR, chunk=2))
+    lines = run_for(dsn, 1.5)
+    assert count(dsn, "SELECT count(*) FROM slidewin_streams.short") == 4  # 0, 10, 20, 30 s
+    assert count(dsn, "SELECT sum(n) FROM slidewin_rollups.short") == 4
+    assert count(dsn, "SELECT count(*) FROM slidewin_streams.kept") == 10
+    assert any("stream short: 6 rows past its history deleted" in line for line in lines), lines
+    detail = count(dsn, "SELECT max((detail->'streams_deleted'->>'short')::int) "
+                        "FROM slidewin.job_runs")
+    assert detail == 6
