@@ -74,6 +74,11 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
         assert windows.status(conn, V1_T0, V1_T0).complete_up_to == V1_T0 + timedelta(seconds=205)
         again = init_schema(conn)
         assert again.applied_migrations == () and snapshot(conn) == before
+        # the upgraded store knows its streams: the built-in one, and can declare more
+        assert conn.execute("SELECT name, builtin FROM slidewin.streams").fetchall() == [
+            ("events", True)]
+        dead = conn.execute("SELECT count(*), count(stream) FROM slidewin.dead_letters").fetchone()
+        assert dead[0] > 0 and dead[1] == 0  # every old dead letter is the built-in stream's
 
 
 def test_the_upgraded_store_is_written_and_read_as_a_new_one(v1_store: str) -> None:
