@@ -228,8 +228,6 @@ class DeclaredStreams:
         just ends), and read the registry again when it is due (not with ``--once``)."""
         from pyspark.errors import StreamingQueryException
 
-        if not self.running:
-            stop.wait(0.5)
         for q, _h in list(self.running.values()):
             with contextlib.suppress(StreamingQueryException):
                 q.awaitTermination(0.2)  # type: ignore[arg-type]  # seconds, a float in PySpark
