@@ -2,8 +2,10 @@
 
 ``preflight`` does everything that can fail cheaply -- Java, the database, the schema, the
 retention limits -- so bad configuration is one clear line before a JVM is started.
-``run`` starts one query per stream, waits until they finish (``--once``) or a stop is asked
-for (SIGTERM / SIGINT set ``stop``), then stops the queries, Spark and its JVM, in that order.
+``run`` starts one query per stream (and one per declared stream, ``ingest.typed_stream``,
+each over ``<landing>/<name>/``; streams declared later are picked up while it runs), waits
+until they finish (``--once``) or a stop is asked for (SIGTERM / SIGINT set ``stop``), then
+stops the queries, Spark and its JVM, in that order.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from ingest.stream import BatchHandler
+    from ingest.typed_stream import DeclaredStreams, StreamHandler
 
 
 STOP_WAIT_S = 3.0  # a batch under way may commit; then its statement is cancelled
@@ -81,6 +84,7 @@ def run(
     """
     from ingest.spark import build_session, class_cache_state, stop_session
     from ingest.stream import BatchHandler, start_stream
+    from ingest.typed_stream import DeclaredStreams
 
     config, stop = prepared.config, stop or threading.Event()
     totals = Totals()
@@ -99,6 +103,16 @@ def run(
     session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
     # one waiter for every stream: a restart prints its lost/back lines once; a stop ends a wait
     reconnect = Reconnector(dsn, config.reconnect, progress, stop=stop)
+    def on_declared(stream: str, result: BatchResult) -> None:
+        totals.add(result)
+        if on_batch is not None:
+            on_batch(stream, result)
+        progress(batch_line(stream, result, clock()))
+
+    declared = DeclaredStreams(
+        session, config, dsn, progress, on_declared, on_failure=_stream_failed,
+        reconnect=reconnect, clock=clock,
+    )
     handlers = [
         BatchHandler(
             config, dsn, name, prepared.partitions, on_result, reconnect=reconnect, clock=clock
@@ -114,17 +128,19 @@ def run(
         for handler in handlers:
             queries.append(start_stream(session, config, handler))
         progress(_started_line(config, session))
+        declared.sync()
         if not config.once:
             _sweep_until(sweep, swept)
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
-            _wait(queries, handlers, stop, reconnect)
+            _wait(queries, handlers, stop, reconnect, declared)
     finally:
         swept.set()
-        _stop_all(queries, handlers)
+        _stop_all([*queries, *declared.queries()], [*handlers, *declared.handlers()])
         for name in config.stream_names:
             tidy_last_batch(config, name)
+        declared.tidy()
         with contextlib.suppress(OSError):
             sweep.prune()  # --archive-for 0 (or a short one) holds for a --once run too
         if owned:
@@ -150,17 +166,28 @@ def _wait(
     handlers: list[BatchHandler],
     stop: threading.Event,
     reconnect: Reconnector | None = None,
+    declared: DeclaredStreams | None = None,
 ) -> None:
+    """Until every query ended (``--once``) or ``stop`` is set; ``declared``: the declared
+    streams' queries, waited on, checked and kept in step with the registry as well."""
     from pyspark.errors import StreamingQueryException
 
     pairs = list(zip(queries, handlers, strict=True))
-    while not stop.is_set() and any(q.isActive for q in queries):
+
+    def running() -> bool:
+        return any(q.isActive for q in queries) or (declared is not None and declared.active())
+
+    while not stop.is_set() and running():
         for q, handler in pairs:
             with contextlib.suppress(StreamingQueryException):  # raised again just below
                 q.awaitTermination(0.5)  # type: ignore[arg-type]  # seconds, a float in PySpark
             _check(q, handler, stop, reconnect)
+        if declared is not None:
+            declared.tick(stop)
     for q, handler in pairs:  # a stream that failed as the last one ended
         _check(q, handler, stop, reconnect)
+    if declared is not None:
+        declared.check(stop)
 
 
 def _check(
@@ -177,7 +204,9 @@ def _check(
     raise _stream_failed(handler, failure)
 
 
-def _stream_failed(handler: BatchHandler, failure: BaseException) -> IngestError:
+def _stream_failed(
+    handler: BatchHandler | StreamHandler, failure: BaseException
+) -> IngestError:
     """The error that stopped a stream: the batch handler's own exception when it raised one
     (Spark's message wraps it as FOREACH_BATCH_USER_FUNCTION_ERROR and loses the cause)."""
     if handler.failure is None:
@@ -200,7 +229,9 @@ def _stream_failed(handler: BatchHandler, failure: BaseException) -> IngestError
     return error
 
 
-def _stop_all(queries: list[StreamingQuery], handlers: list[BatchHandler]) -> None:
+def _stop_all(
+    queries: list[StreamingQuery], handlers: list[BatchHandler | StreamHandler]
+) -> None:
     """Let a running batch finish for a few seconds, then cancel its database statement and
     stop: a stop mid-batch is safe -- the batch rolls back and is replayed, skipped or redone,
     on the next start -- and a long statement (a large batch's session windows, a lock wait)

@@ -1,0 +1,175 @@
+"""Writing one micro-batch of a declared stream, exactly once, in one transaction.
+
+The order inside the transaction (autocommit connection + ``conn.transaction()``):
+
+1. claim the batch marker (``slidewin.ingest_batches``, query id
+   ``<query-id>/stream-<name>/<checkpoint id>``): a batch already there committed before (Spark
+   replays it after a crash) and is skipped -- nothing changes;
+2. read the stream's definition (``FOR SHARE``: a concurrent drop waits for the commit; a
+   stream dropped meanwhile raises ``StreamGone`` and the batch rolls back) and lock its state
+   (``slidewin.stream_begin``: newest event time and watermark before this batch);
+3. parse the batch's files into typed rows and dead letters (``ingest.typed``), classified
+   against that state; a (key, time) repeated within the batch is kept once;
+4. COPY the rows into a temporary staging table shaped like the stream's table, then
+   ``INSERT INTO slidewin_streams.<name> ... ON CONFLICT DO NOTHING`` through the parent table
+   (its statement triggers keep the rollups exact for the rows really inserted): rows already
+   stored count as duplicates;
+5. COPY the dead letters (``stream`` = the stream's name), raise the stream state
+   (``slidewin.ingest_advance`` with the stream's grace), fill in the marker's counts; commit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import psycopg
+from psycopg import sql
+
+from db.connect import procedure_errors
+from db.streams import Stream, get_stream
+from ingest.sink import BatchResult
+from ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
+
+STAGE = "slidewin_stream_stage"
+# the files of a batch, (name, content), or a function that reads them once the batch is claimed
+Files = Sequence[tuple[str, bytes]] | Callable[[], Iterable[tuple[str, bytes]]]
+
+
+class StreamGone(Exception):
+    """The stream was dropped (or never declared): its batch is not written."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"stream {name} is not declared (dropped while the ingest ran?)")
+        self.name = name
+
+
+def stream_query_id(query_id: str, name: str, checkpoint_id: str) -> str:
+    """The marker's query id of one declared stream's query."""
+    return f"{query_id}/stream-{name}/{checkpoint_id}"
+
+
+def write_stream_batch(
+    conn: psycopg.Connection,
+    name: str,
+    query_id: str,
+    batch_id: int,
+    files: Files,
+    *,
+    now: datetime,
+    max_future: timedelta | None = None,
+) -> BatchResult:
+    """Steps 1-5 above for one batch of stream ``name``; ``conn`` must be in autocommit mode.
+    ``now`` is the clock of the ``future`` and ``expired`` rules and the state's update time."""
+    started = time.monotonic()
+    with conn.transaction():
+        if not _claim(conn, query_id, batch_id):
+            return BatchResult(query_id, batch_id, skipped=True)
+        stream = _declared(conn, name)
+        row = conn.execute("SELECT * FROM slidewin.stream_begin(%s)", (name,)).fetchone()
+        newest, watermark = row if row else (None, None)
+        limits = Limits(now, newest, watermark, stream.grace, stream.history, max_future)
+        tick = time.monotonic()
+        layout = Layout(stream)
+        parsed = parse_files(layout, files() if callable(files) else files, limits)
+        parse_s = time.monotonic() - tick
+        inserted = insert_rows(conn, stream, layout, parsed.rows)
+        copy_dead_letters(conn, name, batch_id, parsed.bad)
+        with procedure_errors():
+            row = conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
+                               (name, parsed.max_ts, now, stream.grace)).fetchone()
+        result = _result(query_id, batch_id, parsed, inserted, row[0] if row else None)
+        seconds = time.monotonic() - started
+        conn.execute(
+            "UPDATE slidewin.ingest_batches SET rows_in = %s, accepted = %s, duplicates = %s, "
+            "rejected = %s, max_ts = %s, seconds = %s, committed_at = now() "
+            "WHERE query_id = %s AND batch_id = %s",
+            (result.rows_in, result.accepted, result.duplicates, result.rejected,
+             result.max_ts, seconds, query_id, batch_id),
+        )
+    return replace(result, seconds=time.monotonic() - started, compute_s=parse_s)
+
+
+def _result(query_id: str, batch_id: int, parsed: Parsed, inserted: int,
+            newest: datetime | None) -> BatchResult:
+    return BatchResult(
+        query_id=query_id,
+        batch_id=batch_id,
+        rows_in=parsed.rows_in,
+        accepted=inserted,
+        duplicates=len(parsed.rows) + parsed.copies - inserted,
+        rejected=len(parsed.bad),
+        by_reason=dict(Counter(b.reason for b in parsed.bad)),
+        max_ts=parsed.max_ts,
+        newest_ts=newest,
+        path="staging" if parsed.rows else "empty",
+        extra_fields=parsed.extra,
+    )
+
+
+def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
+    cur = conn.execute(
+        "INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES (%s, %s) "
+        "ON CONFLICT DO NOTHING",
+        (query_id, batch_id),
+    )
+    return cur.rowcount == 1
+
+
+def _declared(conn: psycopg.Connection, name: str) -> Stream:
+    """The stream's definition as of this batch (columns may have been added since the last),
+    its registry row share-locked until the commit."""
+    found = conn.execute(
+        "SELECT 1 FROM slidewin.streams WHERE name = %s AND NOT builtin FOR SHARE", (name,)
+    ).fetchone()
+    if found is None:
+        raise StreamGone(name)
+    return get_stream(conn, name)
+
+
+def insert_rows(
+    conn: psycopg.Connection, stream: Stream, layout: Layout, rows: Sequence[tuple]
+) -> int:
+    """COPY ``rows`` (in ``layout.names`` order) into a staging table dropped at commit, then
+    insert them into the stream's table, skipping a (key, time) stored already; the rows
+    inserted."""
+    if not rows:
+        return 0
+    stage = sql.Identifier(STAGE)
+    cols = sql.SQL(", ").join(sql.Identifier(n) for n in layout.names)
+    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(stage))
+    conn.execute(
+        sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
+            stage, stream.table
+        )
+    )
+    with conn.cursor() as cur:
+        with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(stage, cols)) as copy:
+            for row in rows:
+                copy.write_row(row)
+        cur.execute(
+            sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
+                stream.table, cols, cols, stage
+            )
+        )
+        inserted = cur.rowcount
+        cur.execute(sql.SQL("DROP TABLE {}").format(stage))
+    return inserted
+
+
+def copy_dead_letters(
+    conn: psycopg.Connection, name: str, batch_id: int, bad: Sequence[DeadLetter]
+) -> None:
+    """The batch's dead letters, each naming the stream."""
+    if not bad:
+        return
+    with conn.cursor() as cur, cur.copy(
+        "COPY slidewin.dead_letters (source, reason, detail, raw, raw_bytes, event_ts, batch_id, "
+        "stream) FROM STDIN"
+    ) as copy:
+        for b in bad:
+            copy.write_row((b.source, b.reason, b.detail, b.raw, b.raw_bytes, b.event_ts,
+                            batch_id, name))

@@ -1,0 +1,267 @@
+"""The Spark side of declared streams: one file-source query per stream over its own folder.
+
+Stream ``<name>`` reads ``<landing>/<name>/`` (the file source does not descend into folders,
+so the built-in stream's queries over ``<landing>/`` never see these files) with the
+``binaryFile`` source: every file of a micro-batch arrives whole, as bytes, and is parsed on
+the driver (``ingest.typed``) -- JSON Lines, CSV and Parquet alike, matched by extension in any
+case. Each query has a checkpoint of its own (``<checkpoint dir>/stream-<name>``) and writes
+through ``ingest.typed_sink``, exactly once per batch.
+
+``DeclaredStreams`` keeps one query per declared stream: started when the ingest starts and,
+unless ``--once``, for streams declared while it runs (the registry is read again every
+``POLL_S`` seconds); the query of a dropped stream is stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlparse
+
+import psycopg
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from db.clock import Clock, utc_now
+from db.connect import connect
+from db.reconnect import Reconnector, is_connection_lost
+from db.streams import list_streams
+from ingest.config import IngestConfig
+from ingest.parse import any_case_glob
+from ingest.sink import BatchResult
+from ingest.tidy import batch_entries, dispose, last_committed_batch
+from ingest.typed import EXTENSIONS
+from ingest.typed_sink import StreamGone, stream_query_id, write_stream_batch
+
+POLL_S = 3.0  # how often a running ingest looks for streams declared or dropped
+BIND_TIMEOUT_S = 120.0
+BINARY_SCHEMA = "path string, modificationTime timestamp, length bigint, content binary"
+OnResult = Callable[[str, BatchResult], None]
+
+
+def label(name: str) -> str:
+    """How progress lines name a declared stream: ``[stream sensors] batch 0: ...``."""
+    return f"stream {name}"
+
+
+def checkpoint_name(name: str) -> str:
+    return f"stream-{name}"
+
+
+def folder_of(config: IngestConfig, name: str) -> Path:
+    return config.landing / name
+
+
+class StreamHandler:
+    """The ``foreachBatch`` callable of one declared stream's query."""
+
+    failure: tuple[int, BaseException] | None = None
+
+    def __init__(self, config: IngestConfig, dsn: str, name: str, on_result: OnResult, *,
+                 reconnect: Reconnector | None = None, clock: Clock = utc_now) -> None:
+        self.config, self.dsn, self.name = config, dsn, name
+        self.stream = label(name)  # what errors and progress lines call it
+        self.on_result, self.reconnect, self.clock = on_result, reconnect, clock
+        self._conn: psycopg.Connection | None = None
+        self._checkpoint_id: str | None = None
+        self._bound = threading.Event()
+
+    def bind(self, checkpoint_id: str) -> None:
+        self._checkpoint_id = checkpoint_id
+        self._bound.set()
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            if not self._bound.wait(BIND_TIMEOUT_S):
+                raise RuntimeError("the streaming query's id was never bound to its handler")
+            result = self._write(df, batch_id)
+            self.on_result(self.stream, result)
+        except BaseException as exc:
+            self.failure = (batch_id, exc)
+            raise
+
+    def _write(self, df: DataFrame, batch_id: int) -> BatchResult:
+        """The batch, written again on a new connection if the database went away (the
+        marker makes that exactly once)."""
+        query_id = stream_query_id(self.config.query_id, self.name, str(self._checkpoint_id))
+        while True:
+            try:
+                return write_stream_batch(
+                    self._connection(), self.name, query_id, batch_id,
+                    lambda: batch_files(df), now=self.clock(),
+                    max_future=self.config.max_future,
+                )
+            except Exception as exc:
+                if self.reconnect is None or not is_connection_lost(exc):
+                    raise
+                self.close()
+                self.reconnect.wait(exc)
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = connect(self.dsn, autocommit=True)
+        return self._conn
+
+    def cancel(self) -> None:
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            with contextlib.suppress(Exception):
+                conn.cancel_safe(timeout=5.0)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def batch_files(df: DataFrame) -> list[tuple[str, bytes]]:
+    """(file name, content) of each file of the micro-batch, collected to the driver."""
+    return [
+        (PurePosixPath(unquote(urlparse(row["path"]).path)).name, bytes(row["content"]))
+        for row in df.select("path", "content").collect()
+    ]
+
+
+def read_stream(spark: SparkSession, config: IngestConfig, name: str) -> DataFrame:
+    """The stream's files as a streaming DataFrame of the ``binaryFile`` source."""
+    reader = (
+        spark.readStream.format("binaryFile")
+        .schema(BINARY_SCHEMA)
+        .option("maxFilesPerTrigger", config.max_files_per_trigger)
+        .option("pathGlobFilter", any_case_glob(*EXTENSIONS))
+    )
+    if config.processed != "keep":
+        reader = reader.option("cleanSource", config.processed)
+    if config.processed == "archive":
+        reader = reader.option("sourceArchiveDir", str(config.archive_dir))
+    return reader.load(str(folder_of(config, name)))
+
+
+def start_query(spark: SparkSession, config: IngestConfig, handler: StreamHandler
+                ) -> StreamingQuery:
+    """Start one declared stream's query (its folder created when missing)."""
+    folder_of(config, handler.name).mkdir(parents=True, exist_ok=True)
+    name = f"slidewin_{config.query_id}_stream_{handler.name}"
+    writer = (
+        read_stream(spark, config, handler.name).writeStream.foreachBatch(handler)
+        .queryName(name.replace("-", "_").replace(".", "_"))
+        .option("checkpointLocation",
+                str(config.checkpoint_for(checkpoint_name(handler.name))))
+    )
+    if config.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(
+            processingTime=f"{int(config.trigger.total_seconds() * 1000)} milliseconds"
+        )
+    query = writer.start()
+    handler.bind(query.id)
+    return query
+
+
+def tidy_last_batch(config: IngestConfig, name: str) -> int:
+    """Archive or delete the files of the stream's last committed batch still in its folder
+    (Spark's ``cleanSource`` moves a batch's files only when it plans the next batch)."""
+    if config.processed == "keep":
+        return 0
+    checkpoint = config.checkpoint_for(checkpoint_name(name))
+    batch = last_committed_batch(checkpoint)
+    if batch is None:
+        return 0
+    done, folder = 0, folder_of(config, name)
+    for path, read_ms in batch_entries(checkpoint, batch):
+        with contextlib.suppress(OSError):
+            if path.parent == folder and int(os.stat(path).st_mtime * 1000) == read_ms:
+                dispose(path, config)
+                done += 1
+    return done
+
+
+def declared_names(dsn: str) -> list[str]:
+    """The declared streams' names; none for a store made before streams existed."""
+    with connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT to_regclass('slidewin.streams')").fetchone()
+        if row is None or row[0] is None:
+            return []
+        return [s.name for s in list_streams(conn, declared_only=True)]
+
+
+class DeclaredStreams:
+    """One query per declared stream, kept in step with the registry."""
+
+    def __init__(self, spark: SparkSession, config: IngestConfig, dsn: str,
+                 progress: Callable[[str], None], on_result: OnResult, *,
+                 on_failure: Callable[[StreamHandler, BaseException], Exception],
+                 reconnect: Reconnector | None = None, clock: Clock = utc_now,
+                 names: Callable[[str], list[str]] = declared_names) -> None:
+        self.spark, self.config, self.dsn = spark, config, dsn
+        self.progress, self.on_result, self.on_failure = progress, on_result, on_failure
+        self.reconnect, self.clock, self.names = reconnect, clock, names
+        self.running: dict[str, tuple[StreamingQuery, StreamHandler]] = {}
+        self.started: list[str] = []  # every stream a query was started for (tidied at the end)
+        self._polled = 0.0
+
+    def sync(self) -> None:
+        """Start a query for each declared stream without one; stop those of dropped streams."""
+        self._polled = time.monotonic()
+        declared = self.names(self.dsn)
+        for name in declared:
+            if name not in self.running:
+                handler = StreamHandler(self.config, self.dsn, name, self.on_result,
+                                        reconnect=self.reconnect, clock=self.clock)
+                self.running[name] = (start_query(self.spark, self.config, handler), handler)
+                if name not in self.started:
+                    self.started.append(name)
+                self.progress(f"[{label(name)}] reading {folder_of(self.config, name)}/")
+        for name in [n for n in self.running if n not in declared]:
+            self._stop(name, "the stream was dropped; its query stopped")
+
+    def active(self) -> bool:
+        return any(q.isActive for q, _h in self.running.values())
+
+    def tick(self, stop: threading.Event) -> None:
+        """Wait a little on the queries, raise the failure of one (a dropped stream's query
+        just ends), and read the registry again when it is due (not with ``--once``)."""
+        from pyspark.errors import StreamingQueryException
+
+        for q, _h in list(self.running.values()):
+            with contextlib.suppress(StreamingQueryException):
+                q.awaitTermination(0.2)  # type: ignore[arg-type]  # seconds, a float in PySpark
+        self.check(stop)
+        if not self.config.once and time.monotonic() - self._polled >= POLL_S:
+            with contextlib.suppress(psycopg.Error):  # unreachable now: tried again later
+                self.sync()
+
+    def check(self, stop: threading.Event) -> None:
+        for name, (q, handler) in list(self.running.items()):
+            failure = q.exception()
+            if failure is None or stop.is_set():
+                continue
+            cause = handler.failure[1] if handler.failure else None
+            if isinstance(cause, StreamGone):
+                self._stop(name, "the stream was dropped; its query stopped")
+                continue
+            raise self.on_failure(handler, failure)
+
+    def _stop(self, name: str, why: str) -> None:
+        q, handler = self.running.pop(name)
+        handler.cancel()
+        with contextlib.suppress(Exception):
+            q.stop()
+        handler.close()
+        self.progress(f"[{label(name)}] {why}")
+
+    def queries(self) -> list[StreamingQuery]:
+        return [q for q, _h in self.running.values()]
+
+    def handlers(self) -> list[StreamHandler]:
+        return [h for _q, h in self.running.values()]
+
+    def tidy(self) -> None:
+        for name in self.started:
+            with contextlib.suppress(OSError):
+                tidy_last_batch(self.config, name)

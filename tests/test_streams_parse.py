@@ -1,0 +1,199 @@
+"""ingest.typed: a declared stream's records -> typed rows and dead letters, without Spark or a
+database."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from db.streams import Column, Stream
+from ingest.typed import BadValue, Layout, Limits, convert, parse_files, parse_time
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+NOW = T0 + timedelta(minutes=2)
+SENSORS = Stream(
+    name="sensors", key="sensor", time="ts",
+    columns=(
+        Column("sensor", "text", True), Column("ts", "timestamptz", True),
+        Column("temp", "double precision"), Column("amount", "numeric(12,2)"),
+        Column("n", "bigint"), Column("ok", "boolean"), Column("meta", "jsonb"),
+        Column("site", "text", True),
+    ),
+    measures=("temp", "amount", "n"),
+)
+
+
+def parse(files, stream=SENSORS, limits=None):
+    return parse_files(Layout(stream), files, limits or Limits(NOW))
+
+
+def jsonl(*records) -> bytes:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records).encode()
+
+
+def rec(**kw):
+    return {"sensor": "a", "ts": "2026-01-01T12:00:00Z", "site": "x", **kw}
+
+
+def test_jsonl_good_record_typed():
+    p = parse([("a.jsonl", jsonl(rec(temp=1.5, amount=2.345, n=7, ok=True,
+                                     meta={"k": [1, 2.50]})))])
+    assert p.bad == [] and p.extra == 0
+    assert p.rows == [("a", T0, 1.5, Decimal("2.35"), 7, True, '{"k": [1, 2.5]}', "x")]
+    assert p.max_ts == T0
+
+
+def test_each_bad_kind_has_its_reason_and_raw_line():
+    lines = [
+        "not json",
+        "[1, 2]",
+        json.dumps({"ts": "2026-01-01T12:00:00Z", "site": "x"}),
+        json.dumps(rec(site=None)),
+        json.dumps(rec(ts="yesterday")),
+        json.dumps(rec(n=1.5)),
+        json.dumps(rec(temp="warm")),
+        json.dumps(rec(amount=12345678901.5)),
+        json.dumps(rec(ok="maybe")),
+    ]
+    p = parse([("bad.jsonl", jsonl(*lines))])
+    got = [(b.reason, b.raw) for b in p.bad]
+    assert got == list(zip(
+        ["malformed", "malformed", "missing_field", "missing_field", "bad_ts", "bad_type",
+         "bad_type", "bad_type", "bad_type"], lines, strict=True))
+    assert "sensor" in p.bad[2].detail and "site" in p.bad[3].detail
+    assert "n (bigint)" in p.bad[5].detail and "1.5" in p.bad[5].detail
+    assert all(b.source == "bad.jsonl" for b in p.bad)
+    assert p.rows == []
+
+
+def test_csv_by_header_with_quotes_and_line_breaks():
+    data = (
+        b'site,ts,sensor,temp,amount,meta,ok\r\n'
+        b'x,2026-01-01T12:00:01,"a,1",NaN,"1.005","{""k"": 1}",true\r\n'
+        b'"multi\nline",2026-01-01T12:00:02,b,-Infinity,,,\r\n'
+        b'x,2026-01-01T12:00:03,c,oops,,,\r\n'
+        b'x,2026-01-01T12:00:04,d,1,2,3,4,5,6\r\n'
+    )
+    p = parse([("s.CSV", data)])
+    assert [r[0] for r in p.rows] == ["a,1", "b"]
+    a, b = p.rows
+    assert math.isnan(a[2]) and a[3] == Decimal("1.01") and a[6] == '{"k": 1}' and a[5] is True
+    assert a[1] == T0 + timedelta(seconds=1)  # naive = UTC
+    assert b[2] == -math.inf and b[7] == "multi\nline" and b[3] is None
+    assert [(x.reason, x.raw) for x in p.bad] == [
+        ("bad_type", "x,2026-01-01T12:00:03,c,oops,,,"),
+        ("malformed", "x,2026-01-01T12:00:04,d,1,2,3,4,5,6"),
+    ]
+
+
+def test_csv_unclosed_quote_is_malformed():
+    p = parse([("q.csv", b'sensor,ts,site\na,2026-01-01T12:00:00Z,x\n"b,1,2\nc,3,4\n')])
+    assert len(p.rows) == 1
+    assert [b.reason for b in p.bad] == ["malformed"]
+    assert p.bad[0].raw.startswith('"b,1,2')
+
+
+def test_parquet_by_name_and_raw_as_json():
+    table = pa.table({
+        "ts": pa.array([T0, T0 + timedelta(seconds=1)], pa.timestamp("us", tz="UTC")),
+        "site": ["x", "y"], "sensor": ["p", "q"], "n": pa.array([1, None], pa.int64()),
+        "amount": pa.array([Decimal("1.50"), Decimal("123456789012.00")], pa.decimal128(20, 2)),
+    })
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    p = parse([("f.parquet", buf.getvalue())])
+    assert p.rows == [("p", T0, None, Decimal("1.50"), 1, None, None, "x")]
+    assert [b.reason for b in p.bad] == ["bad_type"]
+    assert json.loads(p.bad[0].raw)["sensor"] == "q"
+    bad = parse([("g.parquet", b"not parquet")])
+    assert [b.reason for b in bad.bad] == ["malformed"]
+
+
+def test_duplicates_within_the_batch_kept_once():
+    p = parse([("a.jsonl", jsonl(rec(n=1), rec(n=2))), ("b.jsonl", jsonl(rec(n=3)))])
+    assert [r[4] for r in p.rows] == [1] and p.copies == 2 and p.rows_in == 3
+
+
+def test_late_expired_future():
+    limits = Limits(NOW, newest_before=T0 + timedelta(seconds=100), grace=timedelta(seconds=5),
+                    history=timedelta(minutes=1, seconds=50), max_future=timedelta(minutes=1))
+    times = [90, 96, 5, 300]
+    p = parse([("a.jsonl", jsonl(*(rec(ts=(T0 + timedelta(seconds=s)).isoformat())
+                                   for s in times)))], limits=limits)
+    assert [r[1] for r in p.rows] == [T0 + timedelta(seconds=96)]
+    assert [b.reason for b in p.bad] == ["late", "expired", "future"]
+    assert p.bad[0].event_ts == T0 + timedelta(seconds=90)
+    watermark = Limits(NOW, watermark=T0 + timedelta(seconds=50))
+    assert [b.reason for b in parse([("a.jsonl", jsonl(rec()))], limits=watermark).bad] == [
+        "late"]
+
+
+def test_extra_fields_counted_or_kept():
+    p = parse([("a.jsonl", jsonl(rec(color="red"), rec(ts=1767268801)))])
+    assert p.extra == 1 and len(p.rows) == 2
+    kept = Stream(**{**SENSORS.__dict__, "keep_extra": True})
+    p = parse([("a.jsonl", jsonl(rec(color="red", deep={"x": 1.10})))], stream=kept)
+    assert p.extra == 0 and json.loads(p.rows[0][-1]) == {"color": "red", "deep": {"x": 1.1}}
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("2026-01-01T12:00:00Z", T0),
+    ("2026-01-01T13:00:00+01:00", T0),
+    ("2026-01-01 12:00:00", T0),
+    (1767268800, T0),
+    (1767268800000, T0),
+    (1767268800000000, T0),
+    (1767268800000000000, T0),
+    (Decimal("1767268800.25"), T0 + timedelta(milliseconds=250)),
+    ("1767268800", T0),
+])
+def test_times(value, expected):
+    assert parse_time(value) == expected
+
+
+@pytest.mark.parametrize("value", ["soon", "", True, "99999-01-01", 10**30, {"a": 1}])
+def test_bad_times(value):
+    with pytest.raises(BadValue):
+        parse_time(value)
+
+
+@pytest.mark.parametrize("value, type_, expected", [
+    ("abc", "text", "abc"), (12, "text", "12"), (True, "text", "true"),
+    (Decimal("2.0"), "bigint", 2), ("-42", "integer", -42), (2**63 - 1, "bigint", 2**63 - 1),
+    ("Infinity", "double precision", math.inf), (Decimal("0.1"), "double precision", 0.1),
+    ("1e3", "numeric", Decimal("1e3")), (Decimal("-1.005"), "numeric(12,2)", Decimal("-1.01")),
+    (Decimal("9999999999.994"), "numeric(12,2)", Decimal("9999999999.99")),
+    ("F", "boolean", False), (None, "jsonb", "null"), ([1, "a"], "jsonb", '[1, "a"]'),
+])
+def test_conversions(value, type_, expected):
+    assert convert(value, type_) == expected
+
+
+@pytest.mark.parametrize("value, type_", [
+    ({"a": 1}, "text"), ("a\u0000b", "text"), (Decimal("1.5"), "bigint"), (True, "bigint"),
+    (2**31, "integer"), ("1.0", "bigint"), (Decimal("1e400"), "double precision"),
+    ("NaN", "numeric(5,2)"), (Decimal("9999999999.995"), "numeric(12,2)"), ("yes!", "boolean"),
+    (2, "boolean"), ("\u0000", "jsonb"),
+])
+def test_bad_conversions(value, type_):
+    with pytest.raises(BadValue):
+        convert(value, type_)
+
+
+def test_csv_jsonb_must_be_json():
+    assert convert('{"a": 1}', "jsonb", from_text=True) == '{"a": 1}'
+    with pytest.raises(BadValue):
+        convert("{oops", "jsonb", from_text=True)
+
+
+def test_invalid_utf8_line_keeps_its_bytes():
+    p = parse([("a.jsonl", b'{"sensor": "\xff"}\n')])
+    assert [b.reason for b in p.bad] == ["bad_encoding"]
+    assert p.bad[0].raw_bytes == b'{"sensor": "\xff"}' and "\ufffd" in p.bad[0].raw
