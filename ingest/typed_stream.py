@@ -28,6 +28,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from db.clock import Clock, utc_now
 from db.connect import connect
+from db.errors import DatabaseUnavailable
 from db.reconnect import Reconnector, is_connection_lost
 from db.streams import list_streams
 from ingest.config import IngestConfig
@@ -233,7 +234,9 @@ class DeclaredStreams:
                 q.awaitTermination(0.2)  # type: ignore[arg-type]  # seconds, a float in PySpark
         self.check(stop)
         if not self.config.once and time.monotonic() - self._polled >= POLL_S:
-            with contextlib.suppress(psycopg.Error):  # unreachable now: tried again later
+            # the database unreachable (a restart): the registry is read again at the next poll,
+            # while the batches wait for it through the reconnect deadline
+            with contextlib.suppress(psycopg.Error, DatabaseUnavailable):
                 self.sync()
 
     def check(self, stop: threading.Event) -> None:
