@@ -146,10 +146,23 @@ class Parsed:
     extra: int = 0
     copies: int = 0
     max_ts: datetime | None = None
+    # good rows of Parquet files read whole (``ingest.typed_arrow``), Arrow tables in
+    # ``Layout.names`` order; a (key, time) repeated among them is left to the insert's
+    # ON CONFLICT DO NOTHING (the first written wins, counted as a duplicate)
+    tables: list[Any] = field(default_factory=list)
+
+    @property
+    def good(self) -> int:
+        """Good records handed to the insert: rows and the tables' rows."""
+        return len(self.rows) + sum(t.num_rows for t in self.tables)
 
     @property
     def rows_in(self) -> int:
-        return len(self.rows) + self.copies + len(self.bad)
+        return self.good + self.copies + len(self.bad)
+
+    def newest(self, ts: datetime | None) -> None:
+        if ts is not None and (self.max_ts is None or ts > self.max_ts):
+            self.max_ts = ts
 
 
 # one record: (row, None, extra) or (None, dead letter, extra); extra: it carried fields the
@@ -485,7 +498,8 @@ def parse_files(layout: Layout, files: Iterable[tuple[str, bytes]], limits: Limi
     parsed, seen = Parsed(), set()
     ki, ti = layout.key_index, layout.time_index
     for name, content in sorted(files, key=lambda f: f[0]):
-        for row, bad, extra in parse_file(layout, name, content, limits):
+        results = parse_file(layout, name, content, limits, parsed)
+        for row, bad, extra in results:
             parsed.extra += int(extra)
             if bad is not None:
                 parsed.bad.append(bad)
@@ -502,14 +516,15 @@ def parse_files(layout: Layout, files: Iterable[tuple[str, bytes]], limits: Limi
     return parsed
 
 
-def parse_file(layout: Layout, name: str, content: bytes, limits: Limits) -> Iterator[Result]:
+def parse_file(layout: Layout, name: str, content: bytes, limits: Limits,
+               into: Parsed | None = None) -> Iterator[Result]:
     kind = kind_of(name)
     if kind == "json":
         yield from _json_records(layout, name, content, limits)
     elif kind == "csv":
         yield from _csv_records(layout, name, content, limits)
     elif kind == "parquet":
-        yield from _parquet_records(layout, name, content, limits)
+        yield from _parquet_records(layout, name, content, limits, into)
     else:
         yield None, DeadLetter(name, "unreadable_file", "not a .jsonl, .ndjson, .json, .csv or "
                                ".parquet file", clean_text(name)[0]), False
@@ -618,7 +633,9 @@ class _Tracked:
 
 
 def _parquet_records(layout: Layout, name: str, content: bytes,
-                     limits: Limits) -> Iterator[Result]:
+                     limits: Limits, into: Parsed | None = None) -> Iterator[Result]:
+    """The file's records; with ``into``, its good rows go there whole when the fast path
+    (``ingest.typed_arrow``) can take the file, and only the others are yielded."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -629,7 +646,28 @@ def _parquet_records(layout: Layout, name: str, content: bytes,
                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                                f"(Parquet file {name}, {len(content)} bytes)"), False
         return
+    if into is not None:
+        from ingest.typed_arrow import split
+
+        whole = split(layout, table, limits)
+        if whole is not None:
+            if whole.good.num_rows:
+                into.tables.append(whole.good)
+                into.extra += whole.good.num_rows if whole.extra else 0
+                newest = pc_max(whole.good.column(layout.stream.time))
+                into.newest(newest)
+            for values in whole.rest:
+                raw, exact = clean_text(render_json(values))
+                yield layout.record(values, name, raw, exact, limits)
+            return
     for batch in table.to_batches():
         for values in batch.to_pylist():
             raw, exact = clean_text(render_json(values))
             yield layout.record(values, name, raw, exact, limits)
+
+
+def pc_max(column: Any) -> datetime | None:
+    import pyarrow.compute as pc
+
+    value = pc.max(column).as_py()
+    return value if isinstance(value, datetime) else None

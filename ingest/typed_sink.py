@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -33,6 +34,7 @@ from db.connect import procedure_errors
 from db.streams import Stream, get_stream
 from ingest.sink import BatchResult
 from ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
+from ingest.typed_arrow import csv_bytes
 
 STAGE = "slidewin_stream_stage"
 # the files of a batch, (name, content), or a function that reads them once the batch is claimed
@@ -76,7 +78,7 @@ def write_stream_batch(
         layout = Layout(stream)
         parsed = parse_files(layout, files() if callable(files) else files, limits)
         parse_s = time.monotonic() - tick
-        inserted = insert_rows(conn, stream, layout, parsed.rows)
+        inserted = insert_rows(conn, stream, layout, parsed.rows, parsed.tables)
         copy_dead_letters(conn, name, batch_id, parsed.bad)
         with procedure_errors():
             row = conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
@@ -100,12 +102,12 @@ def _result(query_id: str, batch_id: int, parsed: Parsed, inserted: int,
         batch_id=batch_id,
         rows_in=parsed.rows_in,
         accepted=inserted,
-        duplicates=len(parsed.rows) + parsed.copies - inserted,
+        duplicates=parsed.good + parsed.copies - inserted,
         rejected=len(parsed.bad),
         by_reason=dict(Counter(b.reason for b in parsed.bad)),
         max_ts=parsed.max_ts,
         newest_ts=newest,
-        path="staging" if parsed.rows else "empty",
+        path="staging" if parsed.good else "empty",
         extra_fields=parsed.extra,
     )
 
@@ -131,12 +133,13 @@ def _declared(conn: psycopg.Connection, name: str) -> Stream:
 
 
 def insert_rows(
-    conn: psycopg.Connection, stream: Stream, layout: Layout, rows: Sequence[tuple]
+    conn: psycopg.Connection, stream: Stream, layout: Layout, rows: Sequence[tuple],
+    tables: Sequence[Any] = (),
 ) -> int:
-    """COPY ``rows`` (in ``layout.names`` order) into a staging table dropped at commit, then
-    insert them into the stream's table, skipping a (key, time) stored already; the rows
-    inserted."""
-    if not rows:
+    """COPY ``rows`` (in ``layout.names`` order) and ``tables`` (Arrow, the same order) into a
+    staging table dropped at commit, then insert them into the stream's table, skipping a
+    (key, time) stored already; the rows inserted."""
+    if not rows and not any(t.num_rows for t in tables):
         return 0
     stage = sql.Identifier(STAGE)
     cols = sql.SQL(", ").join(sql.Identifier(n) for n in layout.names)
@@ -147,9 +150,15 @@ def insert_rows(
         )
     )
     with conn.cursor() as cur:
-        with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(stage, cols)) as copy:
-            for row in rows:
-                copy.write_row(row)
+        if rows:
+            with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(stage, cols)) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        for table in tables:
+            with cur.copy(
+                sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv)").format(stage, cols)
+            ) as copy:
+                copy.write(csv_bytes(table))
         cur.execute(
             sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
                 stream.table, cols, cols, stage

@@ -35,6 +35,10 @@ from ingest.config import DEFAULT_MAX_FILES, ROLLUPS
               help="Events per file (= per second) in the freshness run.")
 @click.option("--trigger", type=DURATION, default="250ms", show_default=True,
               help="Micro-batch interval of the freshness run.")
+@click.option("--stream", type=click.Choice(["events", "wide"]), default="events",
+              show_default=True,
+              help="wide: a declared stream of 8 typed columns against the built-in stream in the "
+              "same run, and three such streams at once against one at a time.")
 @json_option()
 @pass_app
 def bench_ingest(
@@ -48,6 +52,7 @@ def bench_ingest(
     freshness_seconds: timedelta,
     freshness_rate: int,
     trigger: timedelta,
+    stream: str,
     as_json: bool,
 ) -> None:
     """Measure the ingest: (a) raw COPY limit, (b) end-to-end events/s through the
@@ -58,6 +63,7 @@ def bench_ingest(
     Examples:
       slidewin bench ingest --events 400k
       slidewin --dsn postgresql://postgres@127.0.0.1/postgres bench ingest --json
+      slidewin bench ingest --stream wide --events 1M --json
     """
     from client.bench.ingest import BenchOptions, run_bench
 
@@ -74,7 +80,12 @@ def bench_ingest(
         trigger=trigger,
     )
     app.check_database()
-    report = run_bench(app.dsn, opts, app.progress)
+    if stream == "wide":
+        from client.bench.streams import run_wide_bench
+
+        report = run_wide_bench(app.dsn, opts, app.progress)
+    else:
+        report = run_bench(app.dsn, opts, app.progress)
     if as_json:
         emit_json(report)
     else:

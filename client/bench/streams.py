@@ -1,0 +1,200 @@
+"""``slidewin bench ingest --stream wide``: a declared stream of 8 typed columns against the
+built-in stream, side by side in one run.
+
+(a) ``wide_copy_limit_rows_per_s`` -- the database's limit for the same rows: COPY straight into
+    ``slidewin_streams.wide`` (its statement triggers keep the rollups of its two double
+    measures), one transaction per file's rows, no Spark;
+(b) ``wide_ingest_events_per_s`` -- end to end through ``slidewin ingest --once``'s code path
+    reading ``<landing>/wide/``; ``wide_ratio`` = (b) / (a);
+(c) ``events_ratio`` -- the same two measures for the built-in stream and as many events
+    (``client.bench.ingest``), so ``wide_vs_events`` = wide_ratio / events_ratio compares the
+    two in one sitting (the target: at least 0.9);
+(d) ``three_streams_*`` -- three declared streams of the same shape, a third of the events
+    each, ingested by one ``slidewin ingest --once`` at once and then one stream at a time;
+    ``three_streams_at_once_vs_alone`` = at once / one at a time (target: at least 0.85).
+
+Every phase gets a fresh database. Benchmarks report, they do not assert.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from psycopg import sql
+
+from client.bench.ingest import (
+    BenchOptions,
+    copy_limit,
+    end_to_end,
+    ingest_config,
+    make_events,
+    with_partitions,
+    write_landing,
+)
+from db import streams
+from db.scratch import scratch_database
+from db.streams import Column
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+WIDE_COLUMNS = (
+    Column("device", "text"), Column("ts", "timestamptz"), Column("temp", "double precision"),
+    Column("pressure", "double precision"), Column("amount", "numeric(12,2)"),
+    Column("count", "bigint"), Column("label", "text"), Column("ok", "boolean"),
+)
+WIDE_MEASURES = ("temp", "pressure")
+KEYS = 1000
+
+
+def declare_wide(conn: psycopg.Connection, name: str = "wide") -> None:
+    streams.define(conn, name, key="device", time="ts", columns=WIDE_COLUMNS,
+                   measures=WIDE_MEASURES, grace=timedelta(hours=1))
+
+
+def make_wide(count: int, end: datetime, per_second: int, seed: int = 11) -> pa.Table:
+    """``count`` events of the wide stream, ``per_second`` per second of event time ending at
+    ``end``, keys from a pool of KEYS devices (each (device, ts) once)."""
+    rng = np.random.default_rng(seed)
+    start_us = int((end.timestamp() - count / per_second) * 1_000_000)
+    ts_us = start_us + np.sort(rng.integers(0, int(count / per_second * 1_000_000), count))
+    device = np.char.add("dev-", (np.arange(count) % KEYS).astype(str))
+    labels = np.array(["idle", "run", "warn", "stop"])
+    return pa.table({
+        "device": pa.array(device),
+        "ts": pa.array(ts_us, pa.timestamp("us", tz="UTC")),
+        "temp": pa.array(20 + rng.normal(0, 5, count)),
+        "pressure": pa.array(1000 + rng.normal(0, 30, count)),
+        "amount": _amounts(rng, count),
+        "count": pa.array(rng.integers(0, 10**12, count)),
+        "label": pa.array(labels[rng.integers(0, 4, count)]),
+        "ok": pa.array(rng.random(count) < 0.9),
+    })
+
+
+def _amounts(rng: np.random.Generator, count: int) -> pa.Array:
+    cents = rng.integers(-10**8, 10**8, count)
+    return pa.array([f"{c / 100:.2f}" for c in cents.tolist()]).cast(pa.decimal128(12, 2))
+
+
+def copy_limit_wide(dsn: str, table: pa.Table, rows_per_file: int, name: str = "wide") -> float:
+    """Rows/s of COPY (CSV made by Arrow beforehand) into the declared stream's table, one
+    transaction per file's rows, the rollup triggers running: the fastest way in."""
+    chunks = []
+    for offset in range(0, table.num_rows, rows_per_file):
+        buf = io.BytesIO()
+        pacsv.write_csv(table.slice(offset, rows_per_file), buf,
+                        pacsv.WriteOptions(include_header=False))
+        chunks.append(buf.getvalue())
+    cols = sql.SQL(", ").join(sql.Identifier(c.name) for c in WIDE_COLUMNS)
+    target = sql.Identifier("slidewin_streams", name)
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for data in chunks:
+            with conn.transaction(), conn.cursor() as cur, cur.copy(
+                sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv)").format(target, cols)
+            ) as copy:
+                copy.write(data)
+    return table.num_rows / (time.perf_counter() - started)
+
+
+def _write_stream_files(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    write_landing(table, folder, opts)
+
+
+def run_wide_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> dict:
+    """(a)-(d) above; the report's keys."""
+    from ingest.java import check_java
+    from ingest.spark import build_session, stop_session
+
+    check_java()
+    work = Path(tempfile.mkdtemp(prefix="slidewin-bench-wide-"))
+    end = datetime.now(UTC) - timedelta(minutes=5)
+    report: dict[str, Any] = {"events": opts.events, "format": opts.format, "stream": "wide",
+                              "columns": len(WIDE_COLUMNS), "measures": list(WIDE_MEASURES)}
+    try:
+        progress(f"generating {opts.events:,} wide events and as many built-in ones in {work}")
+        wide = make_wide(opts.events, end, 10_000)
+        events = make_events(opts.events, end, 10_000)
+        with scratch_database(dsn, partitions=opts.partitions) as store:
+            with psycopg.connect(store, autocommit=True) as conn:
+                declare_wide(conn)
+            report["wide_copy_limit_rows_per_s"] = round(
+                copy_limit_wide(store, wide, opts.rows_per_file))
+        with scratch_database(dsn, partitions=opts.partitions) as store:
+            report["events_copy_limit_rows_per_s"] = round(copy_limit(
+                store, with_partitions(events, opts.partitions), opts.rows_per_file))
+        progress(f"(a) COPY limits: wide {report['wide_copy_limit_rows_per_s']:,} rows/s, "
+                 f"events {report['events_copy_limit_rows_per_s']:,} rows/s")
+        _write_stream_files(wide, work / "wide-land" / "wide", opts)
+        write_landing(events, work / "events-land", opts)
+        third = opts.events // 3
+        for i in range(3):
+            part = make_wide(third, end, 10_000, seed=20 + i)
+            _write_stream_files(part, work / "three-land" / f"s{i}", opts)
+            _write_stream_files(part, work / f"alone-{i}-land" / f"s{i}", opts)
+        del wide, events
+        spark = build_session(opts.master)
+        try:
+            _measure(spark, dsn, work, opts, report, progress)
+        finally:
+            stop_session(spark)
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _measure(spark: SparkSession, dsn: str, work: Path, opts: BenchOptions,
+             report: dict[str, Any], progress: Callable[[str], None]) -> None:
+    def once(land: str, names: list[str]) -> dict[str, Any]:
+        with scratch_database(dsn, partitions=opts.partitions) as store:
+            with psycopg.connect(store, autocommit=True) as conn:
+                for name in names:
+                    declare_wide(conn, name)
+            config = ingest_config(work, land, opts, once=True)
+            return end_to_end(spark, store, config, lambda _line: None)
+
+    wide = once("wide-land", ["wide"])
+    report["wide_ingest_events_per_s"] = wide["ingest_events_per_s"]
+    report["wide_ingest_batches"] = wide["ingest_batches"]
+    built_in = once("events-land", [])
+    report["events_ingest_events_per_s"] = built_in["ingest_events_per_s"]
+    report["wide_ratio"] = _ratio(report["wide_ingest_events_per_s"],
+                                  report["wide_copy_limit_rows_per_s"])
+    report["events_ratio"] = _ratio(report["events_ingest_events_per_s"],
+                                    report["events_copy_limit_rows_per_s"])
+    report["wide_vs_events"] = _ratio(report["wide_ratio"], report["events_ratio"])
+    progress(f"(b, c) end to end: wide {report['wide_ingest_events_per_s']:,} events/s "
+             f"(ratio {report['wide_ratio']}), events {report['events_ingest_events_per_s']:,} "
+             f"(ratio {report['events_ratio']})")
+    together = once("three-land", ["s0", "s1", "s2"])
+    alone_seconds = 0.0
+    alone_events = 0
+    for i in range(3):
+        one = once(f"alone-{i}-land", [f"s{i}"])
+        alone_seconds += one["ingest_seconds"]
+        alone_events += round(one["ingest_events_per_s"] * one["ingest_seconds"])
+    report["three_streams_at_once_events_per_s"] = together["ingest_events_per_s"]
+    report["three_streams_one_at_a_time_events_per_s"] = (
+        round(alone_events / alone_seconds) if alone_seconds else None)
+    report["three_streams_at_once_vs_alone"] = _ratio(
+        report["three_streams_at_once_events_per_s"],
+        report["three_streams_one_at_a_time_events_per_s"])
+    progress(f"(d) three streams: {report['three_streams_at_once_events_per_s']:,} events/s at "
+             f"once, {report['three_streams_one_at_a_time_events_per_s']:,} one at a time")
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
