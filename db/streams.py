@@ -213,16 +213,20 @@ class Window:
 def windows(
     conn: psycopg.Connection, stream: str, kind: str, *, size: timedelta,
     start: datetime, end: datetime, advance: timedelta | None = None, measure: str | None = None,
+    key: str | None = None,
 ) -> list[Window]:
-    """tumbling, hopping or sliding windows over one measure of a declared stream."""
+    """tumbling, hopping or sliding windows over one measure of a declared stream (of one key's
+    events alone with ``key``)."""
     args: tuple[object, ...]
     if kind == "tumbling":
-        query, args = "stream_tumbling(%s, %s, %s, %s, %s)", (stream, measure, size, start, end)
+        query = "stream_tumbling(%s, %s, %s, %s, %s, %s)"
+        args = (stream, measure, size, start, end, key)
     elif kind == "hopping":
-        query = "stream_hopping(%s, %s, %s, %s, %s, %s)"
-        args = (stream, measure, size, advance, start, end)
+        query = "stream_hopping(%s, %s, %s, %s, %s, %s, %s)"
+        args = (stream, measure, size, advance, start, end, key)
     elif kind == "sliding":
-        query, args = "stream_sliding(%s, %s, %s, %s, %s)", (stream, measure, size, start, end)
+        query = "stream_sliding(%s, %s, %s, %s, %s, %s)"
+        args = (stream, measure, size, start, end, key)
     else:
         raise ValueError(f"window kind {kind!r}: use tumbling, hopping or sliding")
     with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
@@ -232,12 +236,13 @@ def windows(
 
 def summary(
     conn: psycopg.Connection, stream: str, start: datetime, end: datetime,
-    measure: str | None = None,
+    measure: str | None = None, key: str | None = None,
 ) -> dict[str, Any]:
-    """n, cnt, total, vmin, vmax, avg of one measure over [start, end)."""
+    """n, cnt, total, vmin, vmax, avg of one measure over [start, end) (of one key with
+    ``key``)."""
     with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute("SELECT * FROM slidewin.stream_summary(%s, %s, %s, %s)",
-                          (stream, measure, start, end)).fetchone()
+        row = cur.execute("SELECT * FROM slidewin.stream_summary(%s, %s, %s, %s, %s)",
+                          (stream, measure, start, end, key)).fetchone()
     assert row is not None
     return dict(row)
 

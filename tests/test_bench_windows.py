@@ -24,6 +24,10 @@ def test_a_small_run_reports_every_figure(pg_admin_dsn):
     assert doc["answers_match"] is True
     assert all(doc[k] > 0 for k in KEYS), {k: doc.get(k) for k in KEYS}
     assert doc["events"] == 20_000
+    # the same hour in a declared stream with a double measure, checked and timed against it
+    assert doc["stream_answers_match"] is True
+    for kind in ("double_tumbling10s_1h", "double_avg_1h", "double_max_1h"):
+        assert doc[f"{kind}_ms_p50"] > 0 and doc[f"{kind}_vs_events"] > 0
 
 
 def test_the_check_catches_a_wrong_answer():

@@ -351,6 +351,10 @@ def test_the_cli_declares_lists_shows_alters_queries_and_drops(
     body = json.loads(got.stdout)
     assert body["stream"] == "sensors"
     assert [(w["n"], w["sum"], w["max"]) for w in body["windows"]] == [(2, 3.25, 2.25)]
+    keyed = run(runner_env, "windows", "tumbling", "--stream", "sensors", "--measure", "amount",
+                "--key", "b", "--size", "10s", "--from", at(0).isoformat(), "--to",
+                at(60).isoformat(), "--json")
+    assert [(w["n"], w["sum"]) for w in json.loads(keyed.stdout)["windows"]] == [(1, 1)]
     refused = run(runner_env, "windows", "tumbling", "--stream", "sensors", "--size", "10s",
                   "--last", "1m")
     assert refused.exit_code == 2 and "--measure" in refused.output
@@ -384,3 +388,32 @@ def test_infer_prints_the_declaration_and_asks(
         "user_id": "text", "ts": "timestamptz", "ms": "bigint", "path": "text",
         "score": "double precision", "tags": "jsonb"}
     assert stream.measures == ("ms", "score")
+
+
+@pytest.mark.parametrize("key_type", ["text", "bigint"])
+def test_a_keys_windows_are_its_own_events_alone(conn: psycopg.Connection, key_type: str) -> None:
+    streams.define(conn, "orders", key="customer", time="ts", measures=["amount", "w"],
+                   columns=[Column("customer", key_type), Column("amount", "numeric(12,2)"),
+                            Column("w", "double precision")])
+    rng = random.Random(key_type)
+    rows = [(str(rng.randint(1, 4)) if key_type == "text" else rng.randint(1, 4),
+             at(rng.randint(0, 600) / 10), Decimal(rng.randint(0, 9999)) / 100,
+             rng.choice([1.5, -0.25, math.nan, None])) for _ in range(200)]
+    conn.cursor().executemany("INSERT INTO slidewin_streams.orders (customer, ts, amount, w) "
+                              "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", rows)
+    stored: dict[tuple[Any, datetime], tuple[Decimal, Any]] = {}
+    for k, t, a, w in rows:
+        stored.setdefault((k, t), (a, w))
+    for key in ("1", "3"):
+        mine = {t: v for (k, t), v in stored.items() if str(k) == key}
+        for w in streams.windows(conn, "orders", "tumbling", size=10 * S, start=at(0),
+                                 end=at(60), measure="amount", key=key):
+            vals = [a for t, (a, _) in mine.items() if w.window_start <= t < w.window_end]
+            assert (w.cnt, w.total, w.vmax) == (len(vals), sum(vals), max(vals))
+        got = streams.summary(conn, "orders", at(0), at(60), "w", key=key)
+        doubles = [d for t, (_, d) in mine.items() if d is not None and t < at(60)]
+        assert got["cnt"] == len(doubles)
+        assert (got["total"].is_nan() if any(math.isnan(d) for d in doubles)
+                else got["total"] == sum(Decimal(repr(d)) for d in doubles))
+    assert streams.windows(conn, "orders", "sliding", size=S, start=at(0), end=at(60),
+                           measure="amount", key="9") == []

@@ -93,6 +93,47 @@ KINDS: dict[str, tuple[str, str]] = {
         "AND ts < date_trunc('second', %(end)s::timestamptz, 'UTC') + interval '1 s'",
     ),
 }
+# a declared stream of the same events with a double precision measure (val + 0.25): the same
+# questions through the declared streams' functions, each against its raw rows, and timed
+# against the built-in stream's answer (``<kind>_vs_events``: p50 over the events' p50)
+STREAM_LOAD_SQL = """
+INSERT INTO slidewin_streams.readings (k, ts, v)
+SELECT 'e' || i::text, %(start)s + (i * %(span_us)s / %(events)s) * interval '1 microsecond',
+       ((i * 7919) %% 1000003 - 500000) + 0.25
+  FROM generate_series(%(lo)s::bigint, %(hi)s::bigint) AS i
+"""
+RAW_SUM = "sum(v::text::numeric)"  # the exact sum of the doubles' decimals
+STREAM_KINDS: dict[str, tuple[str, str, str]] = {
+    "double_tumbling10s_1h": (
+        "SELECT window_start, cnt, total, vmin, vmax FROM slidewin.stream_tumbling('readings', "
+        "'v', '10 s', %(start)s, %(end)s) ORDER BY 1",
+        "SELECT date_bin('10 s', ts, 'epoch'), count(*), " + RAW_SUM + ", min(v)::text::numeric, "
+        "max(v)::text::numeric FROM slidewin_streams.readings WHERE ts >= date_bin('10 s', "
+        "%(start)s::timestamptz, 'epoch') + CASE WHEN date_bin('10 s', %(start)s::timestamptz, "
+        "'epoch') < %(start)s THEN interval '10 s' ELSE interval '0' END AND ts < date_bin('10 s',"
+        " %(end)s::timestamptz - interval '1 microsecond', 'epoch') + interval '10 s' "
+        "GROUP BY 1 ORDER BY 1",
+        "tumbling10s_1h",
+    ),
+    "double_avg_1h": (
+        "SELECT avg FROM slidewin.stream_summary('readings', 'v', date_trunc('second', "
+        "%(end)s::timestamptz, 'UTC') - interval '3599 s', date_trunc('second', "
+        "%(end)s::timestamptz, 'UTC') + interval '1 s')",
+        "SELECT (" + RAW_SUM + " / count(v))::double precision FROM slidewin_streams.readings "
+        "WHERE ts >= date_trunc('second', %(end)s::timestamptz, 'UTC') - interval '3599 s' "
+        "AND ts < date_trunc('second', %(end)s::timestamptz, 'UTC') + interval '1 s'",
+        "avg_1h",
+    ),
+    "double_max_1h": (
+        "SELECT vmax FROM slidewin.stream_summary('readings', 'v', date_trunc('second', "
+        "%(end)s::timestamptz, 'UTC') - interval '3599 s', date_trunc('second', "
+        "%(end)s::timestamptz, 'UTC') + interval '1 s')",
+        "SELECT max(v)::text::numeric FROM slidewin_streams.readings "
+        "WHERE ts >= date_trunc('second', %(end)s::timestamptz, 'UTC') - interval '3599 s' "
+        "AND ts < date_trunc('second', %(end)s::timestamptz, 'UTC') + interval '1 s'",
+        "max_1h",
+    ),
+}
 # the issue's targets, reported next to each figure (never asserted)
 TARGETS_MS = {"tumbling10s_1h": 10.0, "hopping60s_10s_1h": 10.0, "sliding30s_1h": 10.0,
               "last10k_rows": 5.0, "avg_1h": 1.0, "max_1h": 1.0}
@@ -132,6 +173,51 @@ def load(conn: psycopg.Connection, spec: WindowBenchSpec, progress: Progress) ->
         progress(f"loaded {done:,} of {spec.events:,} events")
     conn.execute("VACUUM ANALYZE")
     return {"load_events_per_s": round(spec.events / (total_ms / 1000.0))}
+
+
+def load_stream(conn: psycopg.Connection, spec: WindowBenchSpec, progress: Progress) -> None:
+    """The same hour into a declared stream with a double measure, chunk by chunk."""
+    from db import streams
+    from db.streams import Column
+
+    streams.define(conn, "readings", key="k", time="ts", measures=["v"],
+                   columns=[Column("k", "text"), Column("v", "double precision")])
+    span_us = int(HOUR.total_seconds() * 1_000_000)
+    done = 0
+    while done < spec.events:
+        hi = min(done + spec.chunk, spec.events)
+        conn.execute(STREAM_LOAD_SQL, {"start": START, "span_us": span_us,
+                                       "events": spec.events, "lo": done, "hi": hi - 1})
+        done = hi
+        progress(f"loaded {done:,} of {spec.events:,} events into stream readings")
+    conn.execute("VACUUM ANALYZE")
+
+
+def check_stream(conn: psycopg.Connection) -> bool:
+    """The declared stream's answers against its raw rows; raises on any difference."""
+    conn.execute("SET extra_float_digits = 1")
+    wrong = [kind for kind, (ours, naive, _) in STREAM_KINDS.items()
+             if not same(answers(conn, ours), answers(conn, naive))]
+    if wrong:
+        raise SlidewinError(f"window answers differ from the raw rows' for {', '.join(wrong)}")
+    return True
+
+
+def measure_stream(conn: psycopg.Connection, spec: WindowBenchSpec, events: dict[str, Any],
+                   progress: Progress) -> dict[str, Any]:
+    """Per kind over the double measure: p50 and the ratio to the built-in stream's p50 of the
+    same question, each timed in turn with it (``events`` holds the built-in stream's)."""
+    out: dict[str, Any] = {}
+    args = {"start": START, "end": END}
+    for kind, (ours, _naive, twin) in STREAM_KINDS.items():
+        progress(f"timing {kind}")
+        mine, theirs = [], []
+        for _ in range(spec.repeat):
+            mine.append(_time(conn, ours, args))
+            theirs.append(_time(conn, KINDS[twin][0], args))
+        out[f"{kind}_ms_p50"] = round(percentile(mine, 50), 4)
+        out[f"{kind}_vs_events"] = round(percentile(mine, 50) / percentile(theirs, 50), 2)
+    return out
 
 
 def _time_load(conn: psycopg.Connection, args: dict[str, Any]) -> float:
@@ -208,6 +294,9 @@ def run_window_bench(
         progress("checking every answer against the raw rows")
         result["answers_match"] = all(check(conn).values())
         result.update(measure(conn, spec, progress))
+        load_stream(conn, spec, progress)
+        result["stream_answers_match"] = check_stream(conn)
+        result.update(measure_stream(conn, spec, result, progress))
         if spec.keep:
             result["kept_database"] = conninfo_to_dict(dsn).get("dbname")
     result["spec"] = asdict(spec)
@@ -225,4 +314,8 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"{kind:>18} {result[f'{kind}_ms_p50']:>10.3f} ms {target:>4g} ms "
                      f"{result[f'{kind}_naive_ms_p50']:>10.1f} ms "
                      f"{result[f'speedup_{kind}']:>7.0f}x")
+    for kind in STREAM_KINDS:
+        if f"{kind}_ms_p50" in result:
+            lines.append(f"{kind:>22} {result[f'{kind}_ms_p50']:>8.3f} ms, "
+                         f"{result[f'{kind}_vs_events']}x the built-in stream's")
     return "\n".join(lines)

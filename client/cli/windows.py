@@ -52,20 +52,17 @@ def _declared(stream: str, measure: str | None, key: str | None,
         if measure not in (None, "val"):
             raise ConfigError(f"--measure {measure}: the events stream has one measure, val")
         return False
-    if key is not None:
-        raise ConfigError("--key works on the events stream only for now; query a declared "
-                          "stream's table with SQL (WHERE <key column> = ...)")
     if opts.get("follow"):
         raise ConfigError("--follow works on the events stream only for now; repeat the "
                           "query (e.g. with watch) for a declared stream")
     return True
 
 
-def _stream_series(stream: str, measure: str | None, kind: str, size: timedelta,
-                   advance: timedelta | None = None) -> window_follow.Series:
+def _stream_series(stream: str, measure: str | None, key: str | None, kind: str,
+                   size: timedelta, advance: timedelta | None = None) -> window_follow.Series:
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         found = streams.windows(c, stream, kind, size=size, advance=advance, start=s, end=e,
-                                measure=measure)
+                                measure=measure, key=key)
         return [streams.as_window(w) for w in found]
 
     return series
@@ -301,9 +298,9 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
       slidewin windows tumbling --size 1m --last 1h --stream sensors --measure temp
     """
     if _declared(stream, measure, key, opts):
-        _show(app, "tumbling", {"size_s": size.total_seconds()},
-              _stream_series(stream, measure, "tumbling", size), size, lambda w: w.start, opts,
-              stream)
+        _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key),
+              _stream_series(stream, measure, key, "tumbling", size), size, lambda w: w.start,
+              opts, stream)
         return
 
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
@@ -336,8 +333,8 @@ def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str |
     """
     params = {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()}
     if _declared(stream, measure, key, opts):
-        _show(app, "hopping", params,
-              _stream_series(stream, measure, "hopping", size, advance), size,
+        _show(app, "hopping", _keyed(params, key),
+              _stream_series(stream, measure, key, "hopping", size, advance), size,
               lambda w: w.start, opts, stream)
         return
 
@@ -367,8 +364,8 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
       slidewin windows sliding --size 30s --last 10m --stream sensors --measure temp
     """
     if _declared(stream, measure, key, opts):
-        _show(app, "sliding", {"size_s": size.total_seconds()},
-              _stream_series(stream, measure, "sliding", size), timedelta(seconds=1),
+        _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key),
+              _stream_series(stream, measure, key, "sliding", size), timedelta(seconds=1),
               lambda w: w.end, opts, stream)
         return
 

@@ -4,10 +4,11 @@
 -- window starting in [from, to)). Each row: rows n, values cnt, total (what sum() over the raw
 -- values gives: exact for integers and numeric; for doubles the exact sum of their decimals,
 -- NaN/Infinity as sum() would say; NULL when no value), min, max, avg, final, partial.
--- measure may be NULL when the stream has one. Cost grows with the range asked.
+-- measure may be NULL when the stream has one; p_key: the windows of that key alone, from its
+-- own rows (slidewin.stream_buckets). Cost grows with the range asked.
 CREATE OR REPLACE FUNCTION slidewin.stream_hopping(
     p_stream text, p_measure text, p_size interval, p_advance interval,
-    p_from timestamptz, p_to timestamptz)
+    p_from timestamptz, p_to timestamptz, p_key text DEFAULT NULL)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, cnt bigint,
                total numeric, vmin numeric, vmax numeric, avg double precision,
                final boolean, partial boolean)
@@ -37,7 +38,7 @@ BEGIN
                        sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint, sum(b.ninf)::bigint)
                    END AS total,
                    min(b.vmin) AS vmin, max(b.vmax) AS vmax
-              FROM slidewin.stream_buckets(p_stream, p_measure, v_step, v_first, v_end) AS b
+              FROM slidewin.stream_buckets(p_stream, p_measure, v_step, v_first, v_end, p_key) AS b
              CROSS JOIN LATERAL generate_series(
                        slidewin.grain_floor(b.bucket - make_interval(secs => v_size - v_step)
                                             - interval '1 microsecond', v_adv)

@@ -2,7 +2,8 @@
 -- second t that holds events, t in [from, to), over seconds t - size through t (both ends
 -- inclusive), as slidewin.sliding for the built-in stream; columns as slidewin.stream_hopping.
 CREATE OR REPLACE FUNCTION slidewin.stream_sliding(
-    p_stream text, p_measure text, p_size interval, p_from timestamptz, p_to timestamptz)
+    p_stream text, p_measure text, p_size interval, p_from timestamptz, p_to timestamptz,
+    p_key text DEFAULT NULL)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, cnt bigint,
                total numeric, vmin numeric, vmax numeric, avg double precision,
                final boolean, partial boolean)
@@ -28,7 +29,7 @@ BEGIN
                    sum(b.total) OVER f AS total, min(b.vmin) OVER f AS vmin,
                    max(b.vmax) OVER f AS vmax, sum(b.nan) OVER f AS nan,
                    sum(b.pinf) OVER f AS pinf, sum(b.ninf) OVER f AS ninf
-              FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from - v_span, p_to) AS b
+              FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from - v_span, p_to, p_key) AS b
             WINDOW f AS (ORDER BY b.bucket RANGE BETWEEN v_span PRECEDING AND CURRENT ROW)) AS w
      WHERE w.sec >= p_from
      ORDER BY w.sec;

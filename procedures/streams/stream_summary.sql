@@ -2,7 +2,8 @@
 -- stream -- rows n, values cnt, total, min, max, avg, as slidewin.stream_hopping's columns; cnt 0
 -- and NULLs (no data, never 0) when the range holds no value.
 CREATE OR REPLACE FUNCTION slidewin.stream_summary(
-    p_stream text, p_measure text, p_from timestamptz, p_to timestamptz)
+    p_stream text, p_measure text, p_from timestamptz, p_to timestamptz,
+    p_key text DEFAULT NULL)
 RETURNS TABLE (n bigint, cnt bigint, total numeric, vmin numeric, vmax numeric,
                avg double precision)
 LANGUAGE sql STABLE
@@ -13,5 +14,5 @@ AS $$
            min(b.vmin), max(b.vmax),
            (slidewin.stream_total(sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint,
                                   sum(b.ninf)::bigint) / nullif(sum(b.cnt), 0))::double precision
-      FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from, p_to) AS b
+      FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from, p_to, p_key) AS b
 $$;

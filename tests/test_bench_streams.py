@@ -1,0 +1,40 @@
+"""``slidewin bench ingest --stream wide`` on a small load: every figure it names, the wide
+stream's rows all stored, and its COPY limit measured on the same rows."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from click.testing import CliRunner
+
+from client.bench.streams import WIDE_COLUMNS, make_wide
+from client.cli import cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+KEYS = ["wide_copy_limit_rows_per_s", "events_copy_limit_rows_per_s", "wide_ingest_events_per_s",
+        "events_ingest_events_per_s", "wide_ratio", "events_ratio", "wide_vs_events",
+        "three_streams_at_once_events_per_s", "three_streams_one_at_a_time_events_per_s",
+        "three_streams_at_once_vs_alone"]
+
+
+def test_the_wide_rows_have_every_declared_column_and_unique_identities():
+    table = make_wide(5000, datetime(2026, 1, 1, tzinfo=UTC), 1000)
+    assert table.column_names == [c.name for c in WIDE_COLUMNS]
+    pairs = set(zip(table.column("device").to_pylist(), table.column("ts").to_pylist(),
+                    strict=True))
+    assert len(pairs) == 5000
+    assert max(table.column("ts").to_pylist()) <= datetime(2026, 1, 1, tzinfo=UTC)
+    assert min(table.column("ts").to_pylist()) >= datetime(2026, 1, 1, tzinfo=UTC) - timedelta(
+        seconds=6)
+
+
+def test_a_small_run_reports_every_figure(pg_admin_dsn):
+    result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, "-q", "bench", "ingest",
+                                      "--stream", "wide", "--events", "6k",
+                                      "--rows-per-file", "1k", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    assert all(doc[k] and doc[k] > 0 for k in KEYS), {k: doc.get(k) for k in KEYS}
+    assert doc["columns"] == 8 and doc["measures"] == ["temp", "pressure"]
