@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 
 CHANNEL = "slidewin_rollups"
+STREAMS_CHANNEL = "slidewin_streams"
 INSERT = "insert"
 DELETE = "delete"
 
@@ -26,18 +27,25 @@ class RollupChanges:
     returned by the next ``take()``, so none is lost between a look and a query.
     """
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection, channel: str = CHANNEL,
+                 payload: str | None = None) -> None:
+        """``channel``/``payload``: a declared stream's inserts notify channel
+        ``slidewin_streams`` with the stream's name (``STREAMS_CHANNEL``); other payloads are
+        ignored."""
         if not conn.autocommit:
             raise ValueError("RollupChanges needs an autocommit connection")
-        self.conn = conn
-        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+        self.conn, self.channel, self.payload = conn, channel, payload
+        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+
+    def _ours(self, n: psycopg.Notify) -> bool:
+        return n.channel == self.channel and self.payload in (None, n.payload)
 
     def take(self) -> set[str]:
-        return {n.payload for n in self.conn.notifies(timeout=0) if n.channel == CHANNEL}
+        return {n.payload for n in self.conn.notifies(timeout=0) if self._ours(n)}
 
     def wait(self, timeout: float) -> set[str]:
         """Block until a change arrives or ``timeout`` seconds pass; the payloads (empty on
         timeout). Followers sleep here instead of polling."""
         first = {n.payload for n in self.conn.notifies(timeout=timeout, stop_after=1)
-                 if n.channel == CHANNEL}
+                 if self._ours(n)}
         return first | self.take() if first else first

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from db.changes import RollupChanges
+from db.changes import STREAMS_CHANNEL, RollupChanges
 from db.windows import Window, status
 
 UPDATE = "update"
@@ -52,6 +52,8 @@ class Follower:
     # where a window sits in the range ``series`` takes: its start (tumbling, hopping) or, for
     # sliding windows, its end second
     place: Callable[[Window], datetime] = lambda w: w.start
+    # the watermark of the followed stream (None: the built-in stream's, slidewin.window_status)
+    watermark: Callable[[psycopg.Connection], datetime | None] | None = None
     _shown: dict[datetime, tuple[object, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -81,7 +83,8 @@ class Follower:
         return True
 
     def _forget(self, conn: psycopg.Connection, end: datetime) -> None:
-        done = status(conn, self.start, end).complete_up_to
+        done = (status(conn, self.start, end).complete_up_to if self.watermark is None
+                else self.watermark(conn))
         if done is None:
             return
         horizon = done - self.settled
@@ -95,10 +98,13 @@ def follow(
     follower: Follower,
     stop: Callable[[], bool],
     wait_s: float = 0.5,
+    stream: str | None = None,
 ) -> Iterator[Emission]:
-    """Emissions until ``stop()``: the current state first, then after each rollup change.
+    """Emissions until ``stop()``: the current state first, then after each rollup change
+    (of the declared ``stream``'s rollups when given, else the built-in stream's).
     ``wait_s`` only bounds how long a stop request waits; nothing is read on a timeout."""
-    changes = RollupChanges(conn)
+    changes = (RollupChanges(conn) if stream is None
+               else RollupChanges(conn, STREAMS_CHANNEL, stream))
     yield from follower.poll(conn)
     while not stop():
         if changes.wait(wait_s):

@@ -417,3 +417,43 @@ def test_a_keys_windows_are_its_own_events_alone(conn: psycopg.Connection, key_t
                 else got["total"] == sum(Decimal(repr(d)) for d in doubles))
     assert streams.windows(conn, "orders", "sliding", size=S, start=at(0), end=at(60),
                            measure="amount", key="9") == []
+
+
+def test_follow_final_emits_each_window_of_a_declared_stream_once(
+    store_dsn: str, conn: psycopg.Connection
+) -> None:
+    import threading
+    import time
+
+    from db import window_follow
+
+    define(conn, grace=S)
+
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[Any]:
+        return [streams.as_window(w) for w in
+                streams.windows(c, "sensors", "tumbling", size=10 * S, start=s, end=e)]
+
+    follower = window_follow.Follower(
+        series, lambda c: at(100), at(0), 10 * S, window_follow.FINAL,
+        watermark=lambda c: streams.status(c, "sensors", at(0), at(0)).complete_up_to)
+    emitted: list[datetime] = []
+    deadline = time.monotonic() + 30
+
+    def consume() -> None:
+        with psycopg.connect(store_dsn, autocommit=True) as listener:
+            for e in window_follow.follow(listener, follower, lambda: len(emitted) >= 2
+                                          or time.monotonic() > deadline, wait_s=0.1,
+                                          stream="sensors"):
+                emitted.append(e.window.start)
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    for rows, newest in (([("a", at(1), 1.0), ("a", at(12), 2.0)], at(12)),
+                         ([("a", at(25), 3.0)], at(25))):
+        time.sleep(0.5)
+        with conn.transaction():  # as a batch of the ingest: rows and watermark together
+            insert(conn, "sensors", rows)
+            conn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, %s)",
+                         (newest, newest, S))
+    thread.join(timeout=40)
+    assert emitted == [at(0), at(10)]

@@ -52,9 +52,6 @@ def _declared(stream: str, measure: str | None, key: str | None,
         if measure not in (None, "val"):
             raise ConfigError(f"--measure {measure}: the events stream has one measure, val")
         return False
-    if opts.get("follow"):
-        raise ConfigError("--follow works on the events stream only for now; repeat the "
-                          "query (e.g. with watch) for a declared stream")
     return True
 
 
@@ -203,7 +200,7 @@ def _show(
             start, end = resolve_range(conn, opts["last"], opts["from_"], opts["to"],
                                        opts["relative_to"], stream=stream)
             if opts["follow"]:
-                _follow(app, conn, kind, params, series, settled, place, start, opts)
+                _follow(app, conn, kind, params, series, settled, place, start, opts, stream)
                 return
             found = series(conn, start, end)
         except ProcedureError as exc:
@@ -250,6 +247,7 @@ def _follow(
     place: Callable[[windows.Window], datetime],
     start: datetime,
     opts: dict[str, Any],
+    stream: str = "events",
 ) -> None:
     relative_to = opts["relative_to"]
     if opts["from_"] is not None:  # a fixed range: follow it up to --to
@@ -261,18 +259,25 @@ def _follow(
 
         def reference(c: psycopg.Connection) -> datetime | None:
             try:
-                return reference_time(c, relative_to, utc_now)
+                return reference_time(c, relative_to, utc_now, stream)
             except ConfigError:
                 return None  # stream time before the first event: wait for one
 
-    follower = window_follow.Follower(series, reference, start, settled, opts["emit"], place)
+    watermark = None
+    if stream != BUILTIN:
+        def watermark(c: psycopg.Connection) -> datetime | None:
+            return streams.status(c, stream, start, start).complete_up_to
+
+    follower = window_follow.Follower(series, reference, start, settled, opts["emit"], place,
+                                      watermark)
     if not opts["as_json"]:
         click.echo(f"following {kind} {_describe(params)} from {_hms(start)} UTC, emit "
                    f"{opts['emit']} (Ctrl-C stops)")
         click.echo(HEADER)
     stop = Stop()
     with stop_on_signals(stop):
-        for e in window_follow.follow(conn, follower, stop.is_set):
+        declared = None if stream == BUILTIN else stream
+        for e in window_follow.follow(conn, follower, stop.is_set, stream=declared):
             if opts["as_json"]:
                 emit_json({"emit": e.emit, "kind": kind, **params, **window_json(e.window)})
             else:
