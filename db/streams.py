@@ -276,3 +276,37 @@ def newest_second(conn: psycopg.Connection, name: str) -> datetime | None:
     table = sql.Identifier("slidewin_rollups", stream.name)
     row = conn.execute(sql.SQL("SELECT max(sec) FROM {}").format(table)).fetchone()
     return row[0] if row else None
+
+
+def stream_status(conn: psycopg.Connection, name: str | None = None) -> list[dict[str, Any]]:
+    """Per declared stream (or the one named): rows, seconds and time range held (from its
+    rollups: one row per second), watermark, retention cut, dead letters and bytes on disk."""
+    found = [get_stream(conn, name)] if name else list_streams(conn, declared_only=True)
+    out = []
+    for s in found:
+        rollups = sql.Identifier("slidewin_rollups", s.name)
+        row = conn.execute(sql.SQL(
+            "SELECT coalesce(sum(n), 0), count(*), min(sec), max(sec) FROM {}").format(rollups)
+        ).fetchone()
+        assert row is not None
+        extra = conn.execute(
+            "SELECT (SELECT watermark FROM slidewin.stream_state WHERE stream = %(s)s), "
+            "(SELECT retired_through FROM slidewin.streams WHERE name = %(s)s), "
+            "(SELECT count(*) FROM slidewin.dead_letters WHERE stream = %(s)s), "
+            "(SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits "
+            " WHERE inhparent = format('slidewin_streams.%%I', %(s)s::text)::regclass)",
+            {"s": s.name},
+        ).fetchone()
+        assert extra is not None
+        out.append({
+            "stream": s.name, "rows": int(row[0]), "seconds": int(row[1]),
+            "oldest": _iso(row[2]), "newest": _iso(row[3]), "watermark": _iso(extra[0]),
+            "retired_through": _iso(extra[1]), "dead_letters": int(extra[2]),
+            "bytes": int(extra[3]),
+            "history_s": None if s.history is None else s.history.total_seconds(),
+        })
+    return out
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t is not None else None

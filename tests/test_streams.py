@@ -358,6 +358,10 @@ def test_the_cli_declares_lists_shows_alters_queries_and_drops(
     refused = run(runner_env, "windows", "tumbling", "--stream", "sensors", "--size", "10s",
                   "--last", "1m")
     assert refused.exit_code == 2 and "--measure" in refused.output
+    status = json.loads(run(runner_env, "db", "status", "--stream", "sensors", "--json").stdout)
+    assert (status["rows"], status["seconds"], status["history_s"]) == (2, 2, 3600)
+    whole = json.loads(run(runner_env, "db", "status", "--json").stdout)
+    assert [s["stream"] for s in whole["streams"]] == ["sensors"]
     altered = run(runner_env, "streams", "alter", "sensors", "--add-column", "hum:double",
                   "--as-measure", "--history", "forever")
     assert altered.exit_code == 0, altered.output

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import json_option
 from client.cli.root import SlidewinGroup
-from db import embedded, sessions
+from db import embedded, sessions, streams
 from db.config import configured_dsn, redact
 from db.connect import ensure_embedded
 from db.limits import MAX_PARTITIONS
@@ -54,9 +56,11 @@ def db_init(app: AppContext, partitions: int | None) -> None:
 
 
 @db.command("status")
+@click.option("--stream", default=None,
+              help="One declared stream alone (events: the built-in stream's partitions).")
 @json_option("One JSON object on stdout.")
 @pass_app
-def db_status(app: AppContext, as_json: bool) -> None:
+def db_status(app: AppContext, stream: str | None, as_json: bool) -> None:
     """Rows, event-time range, rollup seconds, sizes and dead tuples per partition.
 
     \b
@@ -64,15 +68,19 @@ def db_status(app: AppContext, as_json: bool) -> None:
       slidewin db status --json | jq '.partitions[] | .rows'
     """
     with app.connect() as conn:
+        if stream is not None and stream != "events":
+            _stream_status(app, conn, stream, as_json)
+            return
         parts = partition_status(conn)
         head = store_summary(conn)
         warnings = sessions.warnings(conn)
+        declared = streams.stream_status(conn) if stream is None else []
     server = None if configured_dsn(app.dsn_option) else embedded.describe(app.data_dir)
     for text in warnings:  # stderr, whatever -q says: not progress
         click.echo(f"warning: {text}", err=True)
     if as_json:
         emit_json({**head, "embedded": server, "partitions": [p.as_json() for p in parts],
-                   "warnings": warnings})
+                   "streams": declared, "warnings": warnings})
         return
     if server is not None:
         click.echo(_embedded_line(server))
@@ -91,6 +99,35 @@ def db_status(app: AppContext, as_json: bool) -> None:
             f"{p.rollup_seconds:>8} {p.table_bytes // 1024:>9} {p.index_bytes // 1024:>9} "
             f"{p.dead_tuples:>8}"
         )
+
+
+    if declared:
+        click.echo(STREAM_HEADER)
+        for d in declared:
+            click.echo(_stream_line(d))
+
+
+STREAM_HEADER = (f"{'stream':>20} {'rows':>10} {'oldest second':>26} {'newest second':>26} "
+                 f"{'seconds':>8} {'dead':>7} {'kB':>9}")
+
+
+def _stream_line(d: dict[str, Any]) -> str:
+    return (f"{d['stream']:>20} {d['rows']:>10} {d['oldest'] or '-':>26} "
+            f"{d['newest'] or '-':>26} {d['seconds']:>8} {d['dead_letters']:>7} "
+            f"{d['bytes'] // 1024:>9}")
+
+
+def _stream_status(app: AppContext, conn: Any, name: str, as_json: bool) -> None:
+    found = streams.stream_status(conn, name)[0]
+    if as_json:
+        emit_json(found)
+        return
+    history = found["history_s"]
+    click.echo(STREAM_HEADER)
+    click.echo(_stream_line(found))
+    click.echo(f"watermark {found['watermark'] or '-'}, retention deleted through "
+               f"{found['retired_through'] or '-'}, history "
+               + ("forever" if history is None else f"{history:g}s"))
 
 
 def _embedded_line(server: dict) -> str:
