@@ -492,12 +492,17 @@ def kind_of(name: str) -> str | None:
     return None
 
 
-def parse_files(layout: Layout, files: Iterable[tuple[str, bytes]], limits: Limits) -> Parsed:
+def parse_files(layout: Layout, files: Iterable[tuple[str, bytes | str]],
+                limits: Limits) -> Parsed:
     """Every record of the batch's files (name, content), in name order, as good rows or dead
     letters; a (key, time) seen before in the batch is dropped and counted in ``copies``."""
     parsed, seen = Parsed(), set()
     ki, ti = layout.key_index, layout.time_index
     for name, content in sorted(files, key=lambda f: f[0]):
+        if isinstance(content, str):  # an entry nobody may open: content says why
+            parsed.bad.append(DeadLetter(name, "unreadable_file", f"{content}; never opened",
+                                         clean_text(name)[0]))
+            continue
         results = parse_file(layout, name, content, limits, parsed)
         for row, bad, extra in results:
             parsed.extra += int(extra)

@@ -37,8 +37,9 @@ from ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
 from ingest.typed_arrow import csv_bytes
 
 STAGE = "slidewin_stream_stage"
-# the files of a batch, (name, content), or a function that reads them once the batch is claimed
-Files = Sequence[tuple[str, bytes]] | Callable[[], Iterable[tuple[str, bytes]]]
+# the files of a batch, (name, content) -- content the reason when the entry must not be opened
+# -- or a function that reads them once the batch is claimed
+Files = Sequence[tuple[str, bytes | str]] | Callable[[], Iterable[tuple[str, bytes | str]]]
 
 
 class StreamGone(Exception):

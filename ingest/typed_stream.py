@@ -32,6 +32,7 @@ from db.errors import DatabaseUnavailable
 from db.reconnect import Reconnector, is_connection_lost
 from db.streams import list_streams
 from ingest.config import IngestConfig
+from ingest.landing import not_a_file
 from ingest.parse import any_case_glob
 from ingest.sink import BatchResult
 from ingest.tidy import batch_entries, dispose, last_committed_batch
@@ -119,12 +120,32 @@ class StreamHandler:
             self._conn = None
 
 
-def batch_files(df: DataFrame) -> list[tuple[str, bytes]]:
-    """(file name, content) of each file of the micro-batch, collected to the driver."""
-    return [
-        (PurePosixPath(unquote(urlparse(row["path"]).path)).name, bytes(row["content"]))
-        for row in df.select("path", "content").collect()
-    ]
+def batch_files(df: DataFrame) -> list[tuple[str, bytes | str]]:
+    """(file name, content) of each file of the micro-batch, collected to the driver. An entry
+    that must not be opened -- a named pipe would block the batch forever, a device or socket
+    fail it -- or that cannot be read is (name, why) instead, read by nobody (the record path
+    dead-letters it as ``unreadable_file``): the paths are listed first, without content."""
+    from pyspark.sql import functions as F
+
+    paths = [row["path"] for row in df.select("path").collect()]
+    refused: dict[str, str] = {}
+    for path in paths:
+        local = unquote(urlparse(path).path)
+        why = not_a_file(local)
+        if why is None and os.path.exists(local) and not os.access(local, os.R_OK):
+            why = "a file this process may not read"
+        if why is not None:
+            refused[path] = why
+    files: list[tuple[str, bytes | str]] = [(_name(p), why) for p, why in refused.items()]
+    if len(refused) < len(paths):
+        rows = df.filter(~F.col("path").isin(list(refused))) if refused else df
+        files += [(_name(row["path"]), bytes(row["content"]))
+                  for row in rows.select("path", "content").collect()]
+    return files
+
+
+def _name(path: str) -> str:
+    return PurePosixPath(unquote(urlparse(path).path)).name
 
 
 def read_stream(spark: SparkSession, config: IngestConfig, name: str) -> DataFrame:

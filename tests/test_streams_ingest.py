@@ -307,3 +307,34 @@ def rows_of_or_none(conn, name: str) -> list[tuple]:
         return rows_of(conn, name)
     except psycopg.errors.UndefinedTable:
         return []
+
+
+def test_a_pipe_in_a_streams_folder_is_dead_lettered_never_opened(spark, store_dsn, sconn,
+                                                                    tmp_path):
+    """A named pipe would block a batch that opened it: the batch lists its paths before it
+    reads any content and never opens an entry that is no regular file (this Spark does not
+    even list a pipe); the good file beside it is stored and nothing hangs."""
+    import os
+    import threading
+
+    sensors(sconn, "piped")
+    land = folder(tmp_path, "piped")
+    os.mkfifo(land / "a.jsonl")
+    write_lines(land, "b.jsonl", [json.dumps({"sensor": "s", "ts": "2026-01-01T11:59:00Z",
+                                              "temp": 1.5})])
+    done = threading.Event()
+    threading.Thread(target=lambda: (ingest_once(spark, store_dsn, tmp_path), done.set()),
+                     daemon=True).start()
+    assert done.wait(120), "the ingest hung on the pipe"
+    assert len(rows_of(sconn, "piped")) == 1
+    assert [r for _s, r, _ in dead(sconn, "piped")] in ([], ["unreadable_file"])
+
+
+def test_an_entry_nobody_may_open_is_a_dead_letter_and_the_rest_of_the_batch_flows(sconn):
+    """What ``batch_files`` hands the sink for such an entry: its name and why, no content."""
+    sensors(sconn, "odd")
+    files = [("p.jsonl", "a named pipe"),
+             ("g.jsonl", b'{"sensor": "s", "ts": "2026-01-01T11:59:00Z", "temp": 2.5}\n')]
+    result = write_stream_batch(sconn, "odd", "q/stream-odd/x", 0, files, now=NOW)
+    assert (result.accepted, result.rejected) == (1, 1)
+    assert dead(sconn, "odd") == [("p.jsonl", "unreadable_file", "p.jsonl")]
