@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 
 from db.connect import refusal_text
 from db.errors import ProcedureError
-from db.windows import Completeness
+from db.windows import Completeness, CountWindow
 from db.windows import Window as WindowRow
 
 NAME_RULE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
@@ -310,3 +310,47 @@ def stream_status(conn: psycopg.Connection, name: str | None = None) -> list[dic
 
 def _iso(t: datetime | None) -> str | None:
     return t.isoformat() if t is not None else None
+
+
+def count_windows(
+    conn: psycopg.Connection, stream: str, size: int, advance: int | None = None,
+    rows: int | None = None, *, measure: str | None = None, key: str | None = None,
+) -> list[CountWindow]:
+    """Count windows over the newest events of a declared stream (``db.windows.count_windows``
+    for the built-in one); n is the measure's values."""
+    with procedure_errors():
+        found = conn.execute(
+            "SELECT window_no, window_start, window_end, cnt, total, vmin, vmax, avg "
+            "FROM slidewin.stream_count_windows(%s, %s, %s, %s, %s, %s)",
+            (stream, measure, size, advance, rows, key),
+        ).fetchall()
+    return [CountWindow(*row) for row in found]
+
+
+def windows_at(
+    conn: psycopg.Connection, stream: str, size: timedelta, advance: timedelta, at: datetime,
+    *, measure: str | None = None, key: str | None = None,
+) -> list[WindowRow]:
+    """Every window of ``size`` every ``advance`` holding ``at`` (Faust's lookups), oldest
+    first, empty ones included with n = 0 -- as ``db.windows.windows_at``."""
+    step = int(advance.total_seconds())
+    epoch = datetime(1970, 1, 1, tzinfo=at.tzinfo or None)
+    last = epoch + timedelta(seconds=(int((at - epoch).total_seconds()) // step) * step)
+    starts = [last - i * advance for i in range(int(size / advance) + 1) if
+              last - i * advance + size > at][::-1]
+    if not starts:
+        return []
+    found = {w.window_start: w for w in windows(
+        conn, stream, "hopping", size=size, advance=advance, start=starts[0],
+        end=starts[-1] + timedelta(microseconds=1), measure=measure, key=key)}
+    state = status(conn, stream, at, at)
+    out = []
+    for s in starts:
+        w = found.get(s)
+        if w is not None:
+            out.append(as_window(w))
+            continue
+        final = state.complete_up_to is not None and s + size <= state.complete_up_to
+        partial = state.retired_through is not None and s <= state.retired_through
+        out.append(WindowRow(s, s + size, 0, None, None, None, None, final, partial))
+    return out

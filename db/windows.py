@@ -76,8 +76,8 @@ class CountWindow:
     end: datetime
     n: int
     total: Decimal
-    vmin: int
-    vmax: int
+    vmin: int | Decimal  # Decimal for a declared stream's numeric or double measure
+    vmax: int | Decimal
     avg: float
 
 

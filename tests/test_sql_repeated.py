@@ -161,6 +161,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                        (10 * S, at(0), at(60)), False),
     "stream_summary": ("SELECT * FROM slidewin.stream_summary('sensors', 'v', %s, %s)",
                        (at(0), at(60)), False),
+    "stream_count_windows": ("SELECT * FROM slidewin.stream_count_windows('sensors', 'v', %s, "
+                             "%s, %s)", (4, 2, 10), False),
     "stream_nibble": ("SELECT slidewin.stream_nibble('sensors', %s, 10)", (at(0),), False),
     "stream_time": ("SELECT slidewin.stream_time()", (), False),
     "tumbling": ("SELECT * FROM slidewin.tumbling(%s, %s, %s)", (10 * S, at(0), at(60)), False),

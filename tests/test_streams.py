@@ -461,3 +461,24 @@ def test_follow_final_emits_each_window_of_a_declared_stream_once(
                          (newest, newest, S))
     thread.join(timeout=40)
     assert emitted == [at(0), at(10)]
+
+
+def test_count_windows_and_lookups_of_a_declared_stream(
+    runner_env: dict[str, str], conn: psycopg.Connection
+) -> None:
+    define(conn, vtype="bigint")
+    insert(conn, "sensors", [(f"s{i % 2}", at(i), i) for i in range(1, 11)])
+    found = streams.count_windows(conn, "sensors", 3, 2, 8)
+    assert [(w.number, w.n, w.total, w.vmin, w.vmax) for w in found] == [
+        (1, 3, 27, 8, 10), (2, 3, 21, 6, 8), (3, 3, 15, 4, 6)]
+    keyed = streams.count_windows(conn, "sensors", 2, key="s1")
+    assert [(w.n, w.total) for w in keyed] == [(2, 16)]  # 9 and 7
+    looked = streams.windows_at(conn, "sensors", 10 * S, 5 * S, at(7))
+    assert [(w.start, w.n, w.total) for w in looked] == [(at(0), 9, 45), (at(5), 6, 45)]
+    empty = streams.windows_at(conn, "sensors", 10 * S, 10 * S, at(100))
+    assert [(w.start, w.n, w.total) for w in empty] == [(at(100), 0, None)]
+    rows = run(runner_env, "windows", "rows", "--stream", "sensors", "--size", "3", "--json")
+    assert json.loads(rows.stdout)["windows"][0]["sum"] == 27
+    current = run(runner_env, "windows", "current", "--stream", "sensors", "--size", "10s",
+                  "--relative-to", at(7).isoformat(), "--json")
+    assert [w["sum"] for w in json.loads(current.stdout)["windows"]] == [45]

@@ -389,10 +389,12 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
               help="Events between window starts (default: --size, tumbling).")
 @click.option("--rows", "rows_", type=COUNT, default=None,
               help="How many of the newest events the windows cover (default: --size).")
+@key_option
+@stream_options
 @json_option("One JSON object on stdout.")
 @pass_app
 def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
-             as_json: bool) -> None:
+             key: str | None, stream: str, measure: str | None, as_json: bool) -> None:
     """Count windows over the newest events in (ts, uuid) order; window 1 is the newest.
 
     \b
@@ -401,9 +403,14 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
       slidewin windows rows --size 1k --rows 10k         # ten windows of 1,000
       slidewin windows rows --size 1k --advance 500 --rows 5k --json
     """
+    declared = _declared(stream, measure, None, {})
+    if key is not None and not declared:
+        raise ConfigError("--key on count windows needs a declared stream (--stream NAME)")
     with app.connect() as conn:
         try:
-            found = windows.count_windows(conn, size, advance, rows_)
+            found = (streams.count_windows(conn, stream, size, advance, rows_, measure=measure,
+                                           key=key)
+                     if declared else windows.count_windows(conn, size, advance, rows_))
         except ProcedureError as exc:
             raise _named(exc) from None
     if as_json:
@@ -411,13 +418,16 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
                    "rows": rows_ or size, "windows": [
                        {"number": w.number, "start": w.start.isoformat(),
                         "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
-                        "min": w.vmin, "max": w.vmax, "avg": w.avg} for w in found]})
+                        "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg}
+                       for w in found], **({"stream": stream} if declared else {})})
         return
     click.echo(f"count windows of {size} events every {advance or size} over the newest "
                f"{rows_ or size}: {len(found)} windows")
     for w in found:
         click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
-                   f"{number(w.total)!s:>14}  {w.vmin:>8}  {w.vmax:>8}  {w.avg:>12.3f}")
+                   f"{_cell(number(w.total)):>14}  {_cell(_num(w.vmin)):>8}  "
+                   f"{_cell(_num(w.vmax)):>8}  "
+                   f"{'-' if w.avg is None else format(w.avg, '.3f'):>12}")
 
 
 @windows_group.command("current")
@@ -431,11 +441,12 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
 @click.option("--relative-to", type=RELATIVE_TO, default="now", show_default=True,
               help="The reference time: now, stream (newest event time) or an ISO-8601 time.")
 @key_option
+@stream_options
 @json_option("One JSON object on stdout.")
 @pass_app
 def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
                 delta: timedelta | None, all_: bool, relative_to: str, key: str | None,
-                as_json: bool) -> None:
+                stream: str, measure: str | None, as_json: bool) -> None:
     """Faust's lookups: the window holding a time (current), delta(d) before it, or all.
 
     \b
@@ -446,22 +457,30 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
       slidewin windows current --size 10s --key key-000042 --relative-to stream
     """
     step = advance or size
+    declared = _declared(stream, measure, key, {})
     with app.connect() as conn:
-        ref = reference_time(conn, relative_to, utc_now)
+        ref = reference_time(conn, relative_to, utc_now, stream)
         if relative_to == "stream":
             ref -= timedelta(microseconds=1)  # inside the newest second, not after it
         at = ref - (delta or timedelta(0))
         try:
-            found = (key_windows.windows_at(conn, key, size, step, at) if key is not None
-                     else windows.windows_at(conn, size, step, at))
+            if declared:
+                found = streams.windows_at(conn, stream, size, step, at, measure=measure,
+                                           key=key)
+            elif key is not None:
+                found = key_windows.windows_at(conn, key, size, step, at)
+            else:
+                found = windows.windows_at(conn, size, step, at)
         except ProcedureError as exc:
             raise _named(exc) from None
-        state = windows.status(conn, at, at)
+        state = streams.status(conn, stream, at, at) if declared else windows.status(conn, at,
+                                                                                      at)
     picked = found if all_ else found[-1:]
     if as_json:
         emit_json({"kind": "current", "size_s": size.total_seconds(),
                    "advance_s": step.total_seconds(), "at": at.isoformat(),
                    "delta_s": (delta or timedelta(0)).total_seconds(), **_keyed({}, key),
+                   **({"stream": stream} if declared else {}),
                    **_status_json(state), "windows": [window_json(w) for w in picked]})
         return
     for line in _current_lines(size, step, at, relative_to, delta, key, picked):
