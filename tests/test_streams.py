@@ -358,6 +358,10 @@ def test_the_cli_declares_lists_shows_alters_queries_and_drops(
     refused = run(runner_env, "windows", "tumbling", "--stream", "sensors", "--size", "10s",
                   "--last", "1m")
     assert refused.exit_code == 2 and "--measure" in refused.output
+    for what, want in (("sum", 3.25), ("max", 2.25), ("min", 1), ("count", 2), ("avg", 1.625)):
+        got = run(runner_env, "query", what, "--stream", "sensors", "--measure", "amount",
+                  "--seconds", "60", "--relative-to", "stream", "--json")
+        assert json.loads(got.stdout)["value"] == want, (what, got.output)
     status = json.loads(run(runner_env, "db", "status", "--stream", "sensors", "--json").stdout)
     assert (status["rows"], status["seconds"], status["history_s"]) == (2, 2, 3600)
     whole = json.loads(run(runner_env, "db", "status", "--json").stdout)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import click
 
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import json_option
 from client.cli.root import SlidewinGroup
-from db import windows
+from db import streams, windows
+from db.errors import ConfigError
 
 SECONDS = click.option(
     "--seconds",
@@ -26,6 +28,18 @@ RELATIVE = click.option(
     help="End the window at the wall clock, or at the newest event time (stream time).",
 )
 
+STREAM = click.option("--stream", default="events", show_default=True,
+                      help="The stream: events (built in) or a declared one.")
+MEASURE = click.option("--measure", default=None,
+                       help="The declared stream's measure (needed when it has more than one).")
+
+
+def _options(f: Any) -> Any:
+    for option in reversed([SECONDS, RELATIVE, STREAM, MEASURE,
+                            json_option("One JSON object on stdout.")]):
+        f = option(f)
+    return f
+
 
 @click.group(cls=SlidewinGroup)
 def query() -> None:
@@ -36,52 +50,124 @@ def query() -> None:
       slidewin query avg --seconds 30
       slidewin query max --seconds 5 --relative-to stream --json
       slidewin query sql --seconds 10
+      slidewin query avg --stream sensors --measure temp --seconds 60
     """
 
 
-def _answer(app: AppContext, what: str, seconds: int, relative_to: str, as_json: bool) -> None:
+def _answer(app: AppContext, what: str, seconds: int, relative_to: str, as_json: bool,
+            stream: str = "events", measure: str | None = None) -> None:
     with app.connect() as conn:
-        end = datetime.now(UTC) if relative_to == "now" else windows.stream_time(conn)
-        result = windows.summary(conn, seconds, end)
-    value = result.avg if what == "avg" else result.vmax
+        if stream == "events":
+            if measure not in (None, "val"):
+                raise ConfigError(f"--measure {measure}: the events stream has one measure, val")
+            end = datetime.now(UTC) if relative_to == "now" else windows.stream_time(conn)
+            result = windows.summary(conn, seconds, end)
+            values = {"avg": result.avg, "max": result.vmax, "min": result.vmin,
+                      "sum": result.total, "count": result.n}
+            rows = result.n
+        else:
+            newest = (datetime.now(UTC) if relative_to == "now"
+                      else streams.newest_second(conn, stream))
+            if newest is None:
+                found: dict[str, Any] = {"n": 0, "cnt": 0, "total": None, "vmin": None,
+                                         "vmax": None, "avg": None}
+                end = None
+            else:
+                end = newest
+                last = newest.replace(microsecond=0)
+                found = streams.summary(conn, stream, last - timedelta(seconds=seconds - 1),
+                                        last + timedelta(seconds=1), measure)
+            values = {"avg": found["avg"], "max": found["vmax"], "min": found["vmin"],
+                      "sum": found["total"], "count": found["cnt"]}
+            rows = found["n"]
+    value = values[what]
     if as_json:
         emit_json({"what": what, "seconds": seconds, "relative_to": relative_to,
-                   "end": end.isoformat() if end else None, "value": value, "rows": result.n})
+                   "end": end.isoformat() if end else None, "value": _json(value), "rows": rows,
+                   **({} if stream == "events" else {"stream": stream})})
     elif value is None:
         click.echo(f"{what} over the last {seconds} s: no data")
     else:
         shown = f"{value:.3f}" if isinstance(value, float) else str(value)
-        click.echo(f"{what} over the last {seconds} s: {shown} ({result.n} rows)")
+        click.echo(f"{what} over the last {seconds} s: {shown} ({rows} rows)")
+
+
+def _json(value: Any) -> Any:
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
 
 
 @query.command("avg")
-@SECONDS
-@RELATIVE
-@json_option("One JSON object on stdout.")
+@_options
 @pass_app
-def query_avg(app: AppContext, seconds: int, relative_to: str, as_json: bool) -> None:
+def query_avg(app: AppContext, seconds: int, relative_to: str, stream: str,
+              measure: str | None, as_json: bool) -> None:
     """Average value over the last N seconds.
 
     \b
     Example:
       slidewin query avg --seconds 30 --relative-to stream
     """
-    _answer(app, "avg", seconds, relative_to, as_json)
+    _answer(app, "avg", seconds, relative_to, as_json, stream, measure)
 
 
 @query.command("max")
-@SECONDS
-@RELATIVE
-@json_option("One JSON object on stdout.")
+@_options
 @pass_app
-def query_max(app: AppContext, seconds: int, relative_to: str, as_json: bool) -> None:
+def query_max(app: AppContext, seconds: int, relative_to: str, stream: str,
+              measure: str | None, as_json: bool) -> None:
     """Largest value over the last N seconds.
 
     \b
     Example:
       slidewin query max --seconds 5
     """
-    _answer(app, "max", seconds, relative_to, as_json)
+    _answer(app, "max", seconds, relative_to, as_json, stream, measure)
+
+
+@query.command("min")
+@_options
+@pass_app
+def query_min(app: AppContext, seconds: int, relative_to: str, stream: str,
+              measure: str | None, as_json: bool) -> None:
+    """Smallest value over the last N seconds.
+
+    \b
+    Example:
+      slidewin query min --seconds 60 --stream sensors
+    """
+    _answer(app, "min", seconds, relative_to, as_json, stream, measure)
+
+
+@query.command("sum")
+@_options
+@pass_app
+def query_sum(app: AppContext, seconds: int, relative_to: str, stream: str,
+              measure: str | None, as_json: bool) -> None:
+    """Exact sum over the last N seconds.
+
+    \b
+    Example:
+      slidewin query sum --seconds 60 --stream orders --measure amount
+    """
+    _answer(app, "sum", seconds, relative_to, as_json, stream, measure)
+
+
+@query.command("count")
+@_options
+@pass_app
+def query_count(app: AppContext, seconds: int, relative_to: str, stream: str,
+                measure: str | None, as_json: bool) -> None:
+    """How many values over the last N seconds.
+
+    \b
+    Example:
+      slidewin query count --seconds 60
+    """
+    _answer(app, "count", seconds, relative_to, as_json, stream, measure)
 
 
 @query.command("sql")
