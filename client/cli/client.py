@@ -131,13 +131,16 @@ def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: An
 def run_client(
     config: ClientConfig, dsn: str, view: str, stop: threading.Event, drain_s: float = 10.0,
     app: AppContext | None = None, as_json: bool = False,
+    extra_report: Callable[[], list[str]] | None = None,
 ) -> Summary:
     """Run one client session to the end; print the summary lines; return the summary.
-    With ``app``, a failure's --json line carries the session's totals so far."""
+    With ``app``, a failure's --json line carries the session's totals so far;
+    ``extra_report`` adds lines to every report (``slidewin demo``'s second stream)."""
     out = report_stream(as_json, app is not None and app.quiet)
     display = client_display(view, out)
     try:
-        session = ClientSession(config, dsn, display, drain_s=drain_s)
+        session = ClientSession(config, dsn, display, drain_s=drain_s,
+                                extra_report=extra_report)
         if app is not None:
             app.error_totals = partial(totals_so_far, session)
         summary = session.run(stop)

@@ -19,6 +19,7 @@ get up to ``drain_s`` to be ingested (not after Ctrl-C), and a final summary is 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -407,4 +408,98 @@ class _Warmup:
         except psycopg.Error as exc:
             self.failures.add("warmup mark", exc)
             self.totals = Totals()
+
+
+
+class SideStream:
+    """A declared stream fed beside the built-in one (``slidewin demo``): its generator runs in
+    a thread of its own, and ``lines`` -- called by the built-in stream's reporter every
+    interval -- adds the stream's report to each of its reports. A database error costs one
+    report (the line says so) and the next call opens new connections."""
+
+    def __init__(self, stream: Stream, landing: Path, dsn: str, *, rate: float,
+                 window_s: float, seed: int | None = None, fmt: str = "jsonl",
+                 keys: int | None = DEFAULT_KEYS, clock: Clock = utc_now) -> None:
+        self.stream, self.dsn, self.window_s, self.clock = stream, dsn, window_s, clock
+        self.failures = Failures()
+        self.generator = TypedEventGenerator(
+            TypedGeneratorConfig(landing, stream, rate=rate, seed=seed, fmt=fmt, keys=keys),
+            clock=clock)
+        self.reporter: StreamReporter | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.started = time.monotonic()
+
+    def start(self, stop: threading.Event, duration_s: float) -> None:
+        """Write the stream's events until ``stop`` or ``self.stop()``, at most ``duration_s``."""
+        until = time.monotonic() + duration_s
+
+        def run() -> None:
+            self.generator.run(self._stop, until=until)
+
+        def forward() -> None:  # the demo's stop (Ctrl-C, SIGTERM) stops this generator too
+            while not self._stop.wait(0.1):
+                if stop.is_set():
+                    self._stop.set()
+
+        threading.Thread(target=forward, name="slidewin-side-stop", daemon=True).start()
+
+        self.started = time.monotonic()
+        self._thread = threading.Thread(target=run, name=f"slidewin-{self.stream.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _reporter(self) -> StreamReporter:
+        if self.reporter is None:
+            self.reporter = StreamReporter.open(self.dsn, self.stream, self.generator,
+                                                self.window_s, self.failures, self.clock)
+        return self.reporter
+
+    def lines(self) -> list[str]:
+        """The stream's report as lines for the built-in stream's report."""
+        with self._lock:
+            try:
+                report = self._reporter().report()
+            except psycopg.Error as exc:
+                self.failures.add(f"stream {self.stream.name} report", exc)
+                self.close()
+                return [f"  Stream {self.stream.name}: no report this time "
+                        f"({type(exc).__name__})"]
+        return [f"  Stream {self.stream.name}:", *stream_lines(report, indent="    ")]
+
+    def summary(self, drain_s: float = 5.0) -> StreamSummary:
+        """The run's totals (after up to ``drain_s`` for the ingest to take what was written)."""
+        self.stop()
+        ended = time.monotonic()
+        with self._lock:
+            reporter = self._reporter()
+            deadline = time.monotonic() + drain_s
+            while time.monotonic() < deadline:
+                t = reporter.watch.refresh()
+                if t.ingested + t.duplicates + t.rejected >= self.generator.stats.events:
+                    break
+                time.sleep(0.25)
+            totals = reporter.watch.totals.copy()
+            measures = measure_lines(reporter.conn, self.stream, self.window_s, self.clock())
+        written = self.generator.stats.events
+        return StreamSummary(
+            stream=self.stream.name, duration_s=ended - self.started,
+            measured_s=ended - self.started, written=written, written_measured=written,
+            ingested=totals.ingested, ingested_measured=totals.ingested,
+            rejected=totals.rejected, duplicates=totals.duplicates, deleted=totals.deleted,
+            rows=totals.rows, failures=self.failures.count, last_failure=self.failures.last,
+            window_s=self.window_s, measures=measures,
+            rejected_by_reason=dict(totals.rejected_by_reason))
+
+    def close(self) -> None:
+        if self.reporter is not None:
+            with contextlib.suppress(psycopg.Error):
+                self.reporter.close()
+            self.reporter = None
 
