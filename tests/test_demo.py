@@ -83,6 +83,16 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
         assert left.fetchone() == (0,)
     assert "session window demo_sessions removed (the demo added it" in err, context
 
+    # two streams side by side: each report ends with the declared demo stream's line, the
+    # summary carries its totals, and the stream the demo declared is dropped at the end
+    assert err.count("  Stream demo_sensors:") >= 3 and "temp over the last 6s" in err, context
+    side = summary["streams"]["demo_sensors"]
+    assert side["written"] > 0 and side["ingested"] > 0 and side["failures"] == 0, side
+    assert "stream demo_sensors dropped (the demo declared it" in err, context
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        left = conn.execute("SELECT count(*) FROM slidewin.streams WHERE NOT builtin")
+        assert left.fetchone() == (0,)
+
     # no child showed the password to `ps`: the ingest, the scheduler, the JVM, anything
     started = " | ".join(command_lines.values())
     assert " ingest " in started and " jobs run" in started and "java" in started, started

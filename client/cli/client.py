@@ -30,6 +30,10 @@ from client.sim.generator import FORMATS
 from client.sim.live import Display, NullDisplay, make_display
 from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
+from client.sim.typed_generator import DEFAULT_KEYS
+from client.sim.typed_session import StreamClientConfig, StreamSession, format_stream_summary
+from db import streams
+from db.errors import ConfigError
 from db.limits import MAX_CHUNK
 from db.retention_settings import DEFAULT_NAME, read_settings
 from db.schema import require_schema
@@ -127,13 +131,16 @@ def build_config(app: AppContext, landing: Path | None, deleter: str, **opts: An
 def run_client(
     config: ClientConfig, dsn: str, view: str, stop: threading.Event, drain_s: float = 10.0,
     app: AppContext | None = None, as_json: bool = False,
+    extra_report: Callable[[], list[str]] | None = None,
 ) -> Summary:
     """Run one client session to the end; print the summary lines; return the summary.
-    With ``app``, a failure's --json line carries the session's totals so far."""
+    With ``app``, a failure's --json line carries the session's totals so far;
+    ``extra_report`` adds lines to every report (``slidewin demo``'s second stream)."""
     out = report_stream(as_json, app is not None and app.quiet)
     display = client_display(view, out)
     try:
-        session = ClientSession(config, dsn, display, drain_s=drain_s)
+        session = ClientSession(config, dsn, display, drain_s=drain_s,
+                                extra_report=extra_report)
         if app is not None:
             app.error_totals = partial(totals_so_far, session)
         summary = session.run(stop)
@@ -170,15 +177,100 @@ def totals_so_far(session: ClientSession) -> dict[str, Any]:
     }
 
 
+# options of the built-in stream's retention and max tracker: a declared stream keeps its own
+# history (applied by `slidewin jobs run`), so they are refused with --stream NAME
+EVENTS_ONLY = ("maxrows", "inline", "deletechunksize", "deleteyieldtime", "maxinterval", "deleter")
+STREAM_RATE = 1000.0  # a declared stream's default --ratelimit (its ingest parses in Python)
+
+
+def given(name: str) -> bool:
+    """Did the command line set this option (rather than leave its default)?"""
+    ctx = click.get_current_context()
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
+def refuse_events_only(stream: str, opts: dict[str, Any]) -> None:
+    """One line naming the first option only ``events`` has, given with --stream NAME."""
+    for name in EVENTS_ONLY:
+        if given(name):
+            flag = ("--inline" if opts.get("inline") else "--no-inline") if name == "inline" \
+                else f"--{name}"
+            raise ConfigError(
+                f"{flag} applies only to the built-in stream events; stream {stream} keeps its "
+                f"own history, applied by `slidewin jobs run` (change it with `slidewin streams "
+                f"alter {stream} --history ...`): leave {flag} out")
+
+
+def stream_config(app: AppContext, stream: str, landing: Path | None,
+                  **opts: Any) -> StreamClientConfig:
+    """StreamClientConfig from parsed options: --historyseconds, when given, is the reports'
+    window; --keys defaults to a pool of 100, --ratelimit to 1000/s."""
+    secs: dict[str, Any] = {
+        k: v.total_seconds() if isinstance(v, timedelta) else v for k, v in opts.items()
+    }
+    return StreamClientConfig(
+        landing=Path(landing) if landing else app.data_dir / "landing",
+        stream=stream,
+        displayinterval=secs["displayinterval"],
+        duration=secs["duration"],
+        warmup=secs["warmup"],
+        ratelimit=secs["ratelimit"] if given("ratelimit") else STREAM_RATE,
+        window_s=secs["historyseconds"] if given("historyseconds") else None,
+        seed=secs["seed"],
+        fmt=secs["fmt"],
+        keys=DEFAULT_KEYS if secs["keys"] is None else secs["keys"],
+        burst=secs["burst"],
+        pause=secs["pause"],
+        reconnect_timeout=secs["reconnect_timeout"],
+    )
+
+
+def run_stream_client(app: AppContext, name: str, view: str, as_json: bool,
+                      landing: Path | None, **opts: Any) -> None:
+    """``slidewin client --stream NAME`` for a declared stream (``client.sim.typed_session``)."""
+    refuse_events_only(name, opts)
+    config = stream_config(app, name, landing, **opts)
+    with app.connect() as conn:
+        require_schema(conn)
+        stream = streams.get_stream(conn, name)
+    out = report_stream(as_json, app.quiet)
+    display = client_display(view, out)
+    stop = Stop()
+    app.progress(f"writing {config.ratelimit:g} events/s of stream {name} into "
+                 f"{config.landing / name} for {config.duration:g} s")
+    try:
+        session = StreamSession(config, stream, app.dsn, display)
+        with stop_on_signals(stop):
+            summary = session.run(stop)
+    finally:
+        display.close()
+    if out is not None:
+        for line in format_stream_summary(summary):
+            click.echo(line, file=out)
+    cut_short = interrupted(
+        stop, f"after {summary.duration_s:.0f} s of {config.duration:g} s; the summary counts "
+        "the run until then")
+    if cut_short is not None:
+        app.error_totals = summary.as_json
+        raise cut_short
+    if as_json:
+        emit_json(summary.as_json())
+
+
 @click.command("client", cls=SlidewinCommand)
 @client_options
+@click.option("--stream", "stream_name", default="events", show_default=True, metavar="NAME",
+              help="The stream to write: the built-in events, or a declared one (`slidewin "
+                   "streams list`), whose events of its own shape go to <landing>/NAME/ "
+                   "(--keys defaults to 100 and --ratelimit to 1000 for it; --historyseconds "
+                   "is then the reports' window, default the stream's history).")
 @click.option("--deleter", type=click.Choice(DELETERS), default="client", show_default=True,
               help="With --no-inline: who runs the retention deletes -- this client (in a "
               "thread), or the scheduler (`slidewin jobs run`), which keeps the store's "
               "policy unless --historyseconds, --maxrows, ... are given.")
 @pass_app
 def client_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
-                   deleter: str, **opts: Any) -> None:
+                   deleter: str, stream_name: str, **opts: Any) -> None:
     """Write random events into the landing directory and report on the window, as VoltDB's
     windowing client does: averages over 1/5/10/30 s, a max tracker, throughput, freshness,
     deletes, rejects; a final summary at the end.
@@ -193,7 +285,11 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
       slidewin client --maxrows 100000 --historyseconds 0 --deletechunksize 500
       slidewin client --inline --landing /tmp/landing      # ingest runs with --inline
       slidewin client --deleter jobs   # `slidewin jobs run` deletes, by the stored policy
+      slidewin client --stream sensors --ratelimit 500   # a declared stream's own events
     """
+    if stream_name != "events":
+        run_stream_client(app, stream_name, view, as_json, landing, deleter=deleter, **opts)
+        return
     config = build_config(app, landing, deleter, **opts)
     if deleter == "jobs" and not gave_retention_options():
         config = replace(config, record_policy=False)

@@ -23,6 +23,14 @@ With no --dsn the embedded PostgreSQL is started by this process and stops when 
 the children. Files go to a per-run directory under
 ``<data dir>/demo/`` (landing, checkpoints, the children's logs); the landing and checkpoint
 folders are removed at the end, the logs are kept.
+
+Two streams side by side: beside the built-in ``events``, the demo feeds the declared stream
+``demo_sensors`` (sensor, ts, temp double precision -- its measure --, site; history: the demo's
+--historyseconds, else 10 min), declaring it before the ingest starts if it is not there, with
+a second generator in a thread (``client.sim.typed_session.SideStream``, --demo-stream-rate
+events/s); each report ends with that stream's rows and measure, the summary with its totals.
+The ingest reads its folder, ``<landing>/demo_sensors/``, and the scheduler applies its history.
+When the demo ends it drops the stream it declared (--keep-demo-stream keeps it).
 """
 
 from __future__ import annotations
@@ -34,21 +42,23 @@ import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 
-from client.cli.client import build_config, client_options, run_client
+from client.cli.client import build_config, client_options, report_stream, run_client
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.interrupts import interrupted
-from client.cli.options import DURATION
+from client.cli.options import COUNT, DURATION
 from client.cli.root import SlidewinCommand
 from client.processes import Child, Launch, slidewin_child, start_child
 from client.sim.config import ClientConfig
 from client.sim.generator import EventGenerator, GeneratorConfig
 from client.sim.session import record_retention
-from db import sessions
+from client.sim.typed_session import SideStream, StreamSummary, format_stream_summary
+from db import sessions, streams
 from db.clock import utc_now
 from db.config import redact
 from db.errors import SlidewinError
@@ -61,6 +71,37 @@ QUERY_ID = "demo"
 WARMUP_EVENTS = 100
 DEMO_KEYS = 1000
 SESSION_NAME = "demo_sessions"
+STREAM_NAME = "demo_sensors"
+STREAM_HISTORY = timedelta(minutes=10)  # when --historyseconds is 0
+
+
+def demo_stream_columns() -> list[streams.Column]:
+    """The demo's declared stream: a sensor's temperature (the measure) at a site."""
+    return [streams.Column("sensor", "text", True), streams.Column("ts", "timestamptz", True),
+            streams.Column("temp", "double precision"), streams.Column("site", "text")]
+
+
+def ensure_demo_stream(conn: Any, config: ClientConfig) -> tuple[streams.Stream, bool]:
+    """The demo stream, declared now if it is not there; whether the demo declared it."""
+    if STREAM_NAME in {s.name for s in streams.list_streams(conn, declared_only=True)}:
+        return streams.get_stream(conn, STREAM_NAME), False
+    history = timedelta(seconds=config.history_s) if config.history_s else STREAM_HISTORY
+    stream = streams.define(conn, STREAM_NAME, key="sensor", time="ts",
+                            columns=demo_stream_columns(), measures=["temp"], history=history)
+    return stream, True
+
+
+def _leave_demo_stream(app: AppContext, keep: bool) -> None:
+    """The demo's stream would stay in every later ingest: drop it, or say that it stays."""
+    if keep:
+        app.progress(f"stream {STREAM_NAME} stays declared: every later ingest reads "
+                     f"<landing>/{STREAM_NAME}/; `slidewin streams drop {STREAM_NAME} --yes` "
+                     "removes it")
+        return
+    with contextlib.suppress(Exception), app.connect() as conn:  # a failure is reported already
+        streams.drop(conn, STREAM_NAME)
+        app.progress(f"stream {STREAM_NAME} dropped (the demo declared it; --keep-demo-stream "
+                     "keeps it)")
 
 
 def demo_sessions(gap: timedelta) -> sessions.SessionDef:
@@ -258,10 +299,17 @@ def preflight(app: AppContext) -> str:
 @click.option("--keep-session-window", is_flag=True,
               help=f"Leave {SESSION_NAME} defined when the demo ends (by default the demo "
                    "removes the session window it registered, so later ingests do not keep it).")
+@click.option("--demo-stream-rate", type=COUNT, default="200", show_default=True,
+              help=f"Events per second of the declared stream {STREAM_NAME}, fed beside events "
+                   "(0: no second stream; nothing is declared).")
+@click.option("--keep-demo-stream", is_flag=True,
+              help=f"Leave {STREAM_NAME} declared when the demo ends (by default the demo drops "
+                   "the stream it declared, with its rows).")
 @pass_app
 def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
                  trigger: Any, startup_timeout: Any, session_gap: Any,
-                 keep_session_window: bool, **opts: Any) -> None:
+                 keep_session_window: bool, demo_stream_rate: int, keep_demo_stream: bool,
+                 **opts: Any) -> None:
     """Run everything at once: PostgreSQL (embedded unless --dsn), the schema, the Spark ingest,
     the retention scheduler (unless --inline) and the client, for --duration; then stop every
     part and print the final summary. Ctrl-C stops early, just as cleanly, and exits 130
@@ -272,7 +320,10 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     defaults to 1,000 here, each key in bursts and pauses, and the demo registers the session
     window demo_sessions (--session-gap, grace 2s, retention 10m) unless it exists, and removes
     it when it ends (--keep-session-window keeps it); --keys 0 writes a fresh uuid per event,
-    as VoltDB's client, and registers nothing. Needs Java 17+ for Spark.
+    as VoltDB's client, and registers nothing. Beside events, a second stream: the demo declares
+    demo_sensors (sensor, ts, temp, site; history: --historyseconds) unless it exists, feeds it
+    at --demo-stream-rate, reports its rows and temp every interval, and drops it when it ends
+    (--keep-demo-stream keeps it). Needs Java 17+ for Spark.
 
     \b
     Examples:
@@ -294,10 +345,12 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
         registered = bool(config.keys) and sessions.ensure(conn, sessions_def)
         if registered:
             app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
-    config.landing.mkdir(parents=True, exist_ok=True)
+        config.landing.mkdir(parents=True, exist_ok=True)
+        side, declared = _side_stream(app, conn, config, dsn, demo_stream_rate)
     demo = Demo(app, config, folder, dsn)
     stop = Stop()
     summary = None
+    side_summary: StreamSummary | None = None
     with stop_on_signals(stop):
         try:
             demo.start_ingest(
@@ -310,17 +363,28 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                 demo.watch(stop)
                 app.progress(f"client: {config.ratelimit:g} events/s for {config.duration:g} s "
                              f"into {config.landing}; logs in {folder}")
+                if side is not None:
+                    side.start(stop, config.duration)
                 summary = run_client(config, dsn, view, stop, drain_s=15.0, app=app,
-                                     as_json=as_json)
+                                     as_json=as_json,
+                                     extra_report=side.lines if side is not None else None)
+                if side is not None:
+                    side_summary = _side_summary(app, side, stop, as_json)
         finally:
+            if side is not None:
+                side.stop()
+                side.close()
             with contextlib.suppress(Exception):
                 demo.stop_all()
             demo.cleanup()
             if registered:
                 _leave_session_window(app, keep_session_window)
+            if declared:
+                _leave_demo_stream(app, keep_demo_stream)
             app.progress(_retention_stays(config))
     if summary is not None:
-        app.error_totals = summary.as_json  # a failure's JSON line carries the whole summary
+        # a failure's JSON line carries the whole summary
+        app.error_totals = partial(_with_stream, summary, side_summary)
     if demo.died:
         raise DemoError(demo.died)
     if summary is None:
@@ -332,4 +396,43 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     if cut_short is not None:
         raise cut_short
     if as_json:
-        emit_json(summary.as_json())
+        emit_json(_with_stream(summary, side_summary))
+
+
+def _side_stream(app: AppContext, conn: Any, config: ClientConfig, dsn: str,
+                 rate: float) -> tuple[SideStream | None, bool]:
+    """The demo stream's feeder (None with --demo-stream-rate 0), and whether the demo declared
+    the stream (before the ingest starts, so its query starts with the ingest)."""
+    if rate <= 0:
+        return None, False
+    stream, declared = ensure_demo_stream(conn, config)
+    app.progress(f"stream {STREAM_NAME} {'declared' if declared else 'found'} (history "
+                 f"{stream.history or 'forever'}): {rate:g} events/s beside events")
+    window_s = stream.history.total_seconds() if stream.history else 30.0
+    side = SideStream(stream, config.landing, dsn, rate=rate, window_s=window_s,
+                      seed=config.seed)
+    return side, declared
+
+
+def _side_summary(app: AppContext, side: SideStream, stop: threading.Event,
+                  as_json: bool) -> StreamSummary | None:
+    """The demo stream's totals, printed after the built-in stream's summary (None when the
+    store could not be read: the built-in summary stands alone)."""
+    try:
+        found = side.summary(drain_s=0.0 if stop.is_set() else 5.0)
+    except Exception as exc:  # the run's own summary matters more than the side stream's
+        app.progress(f"stream {side.stream.name}: no summary ({type(exc).__name__}: {exc})")
+        return None
+    out = report_stream(as_json, app.quiet)
+    if out is not None:
+        for line in format_stream_summary(found):
+            click.echo(line, file=out)
+    return found
+
+
+def _with_stream(summary: Any, side: StreamSummary | None) -> dict[str, Any]:
+    """The summary's JSON object, with the demo stream's under ``streams``."""
+    out: dict[str, Any] = summary.as_json()
+    if side is not None:
+        out["streams"] = {side.stream: side.as_json()}
+    return out

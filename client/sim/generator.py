@@ -118,6 +118,30 @@ class GeneratorStats:
     written_per_second: dict[int, int] = field(default_factory=dict)
 
 
+def write_atomically(folder: Path, name: str, write: Callable[[Path], None]) -> Path:
+    """``write(tmp)`` into ``.<name>.tmp`` in ``folder``, then rename it to ``name``: a reader
+    listing the folder never sees a partial file. Returns the final path."""
+    final, tmp = folder / name, folder / f".{name}.tmp"
+    write(tmp)
+    os.replace(tmp, final)
+    return final
+
+
+def per_second(ts_us: np.ndarray) -> dict[int, int]:
+    """How many of the timestamps (epoch microseconds) fall in each epoch second."""
+    secs, counts = np.unique(ts_us // 1_000_000, return_counts=True)
+    return {int(s): int(c) for s, c in zip(secs, counts, strict=True)}
+
+
+def record_written(stats: GeneratorStats, n: int, seconds: dict[int, int]) -> None:
+    """Count one written file of ``n`` events in ``stats``."""
+    with stats.lock:
+        stats.events += n
+        stats.files += 1
+        for sec, count in seconds.items():
+            stats.written_per_second[sec] = stats.written_per_second.get(sec, 0) + count
+
+
 def epoch_us(ts: datetime) -> int:
     """Microseconds since the epoch of an aware datetime (exact integer arithmetic)."""
     delta = ts - _EPOCH
@@ -168,26 +192,17 @@ class EventGenerator:
         vals = self.values(n)
         self._sequence += 1
         name = f"{self._prefix}-{self._sequence:08d}{_SUFFIX[self.config.fmt]}"
-        final = self.config.landing / name
-        tmp = self.config.landing / f".{name}.tmp"
-        if self.config.fmt == "parquet":
-            _write_parquet(tmp, uuids, vals, ts_us)
+        fmt, fsync = self.config.fmt, self.config.fsync
+        if fmt == "parquet":
+            final = write_atomically(self.config.landing, name,
+                                     lambda tmp: _write_parquet(tmp, uuids, vals, ts_us))
         else:
-            _write_bytes(tmp, render_rows(uuids, vals, ts_us, self.config.fmt), self.config.fsync)
-        os.replace(tmp, final)
-        secs, counts = np.unique(ts_us // 1_000_000, return_counts=True)
-        seconds = {int(s): int(c) for s, c in zip(secs, counts, strict=True)}
-        self._record(n, seconds)
+            data = render_rows(uuids, vals, ts_us, fmt)
+            final = write_atomically(self.config.landing, name,
+                                     lambda tmp: _write_bytes(tmp, data, fsync))
+        seconds = per_second(ts_us)
+        record_written(self.stats, n, seconds)
         return Batch(final, n, start, end, seconds)
-
-    def _record(self, n: int, seconds: dict[int, int]) -> None:
-        with self.stats.lock:
-            self.stats.events += n
-            self.stats.files += 1
-            for sec, count in seconds.items():
-                self.stats.written_per_second[sec] = (
-                    self.stats.written_per_second.get(sec, 0) + count
-                )
 
     def run(
         self,
@@ -195,35 +210,55 @@ class EventGenerator:
         until: float | None = None,
         on_batch: Callable[[Batch], None] | None = None,
     ) -> None:
-        """Write batches until ``stop`` is set or ``time.monotonic()`` passes ``until``.
-
-        Throttled: every batch interval, write the events due at the rate since the last batch
-        (so the long-run rate is exact even when a batch is late). Unthrottled: fixed-size
-        batches back to back.
-        """
+        """Write batches until ``stop`` is set or ``time.monotonic()`` passes ``until``
+        (``run_paced``)."""
         cfg = self.config
-        began_mono, last = time.monotonic(), self.clock()
-        due_total = 0.0
-        while not stop.is_set() and (until is None or time.monotonic() < until):
-            if cfg.rate > 0:
-                stop.wait(cfg.batch_interval_s)
-                elapsed = time.monotonic() - began_mono
-                n = int(cfg.rate * elapsed - due_total)
-            else:
-                n = cfg.unthrottled_batch
-            now = self.clock()
-            if n <= 0 or now <= last:
-                continue
-            due_total += n
-            try:
-                batch = self.write_batch(n, last, now)
-            except OSError:
-                with self.stats.lock:
-                    self.stats.failures += 1
-                continue
-            last = now
-            if on_batch is not None:
-                on_batch(batch)
+        run_paced(self.write_batch, self.stats, self.clock, rate=cfg.rate,
+                  batch_interval_s=cfg.batch_interval_s, unthrottled_batch=cfg.unthrottled_batch,
+                  stop=stop, until=until, on_batch=on_batch)
+
+
+def run_paced(
+    write_batch: Callable[[int, datetime, datetime], Batch],
+    stats: GeneratorStats,
+    clock: Clock,
+    *,
+    rate: float,
+    batch_interval_s: float,
+    unthrottled_batch: int,
+    stop: threading.Event,
+    until: float | None = None,
+    on_batch: Callable[[Batch], None] | None = None,
+) -> None:
+    """Call ``write_batch(n, start, end)`` until ``stop`` is set or ``time.monotonic()`` passes
+    ``until``; a write that fails with OSError is counted in ``stats.failures``.
+
+    Throttled: every batch interval, write the events due at the rate since the last batch
+    (so the long-run rate is exact even when a batch is late). Unthrottled (``rate`` 0):
+    fixed-size batches back to back.
+    """
+    began_mono, last = time.monotonic(), clock()
+    due_total = 0.0
+    while not stop.is_set() and (until is None or time.monotonic() < until):
+        if rate > 0:
+            stop.wait(batch_interval_s)
+            elapsed = time.monotonic() - began_mono
+            n = int(rate * elapsed - due_total)
+        else:
+            n = unthrottled_batch
+        now = clock()
+        if n <= 0 or now <= last:
+            continue
+        due_total += n
+        try:
+            batch = write_batch(n, last, now)
+        except OSError:
+            with stats.lock:
+                stats.failures += 1
+            continue
+        last = now
+        if on_batch is not None:
+            on_batch(batch)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+from psycopg import sql
 
 from client.sim.freshness import FreshnessTracker, latency_stats
 from client.sim.generator import GeneratorStats
@@ -36,22 +37,61 @@ from db import sessions, windows
 from db.clock import Clock, utc_now
 
 WINDOWS = (1, 5, 10, 30)
+Query = str | sql.Composed
 OVERLAP = "60 seconds"
 
 SNAPSHOT_SQL = (
     "SELECT clock_timestamp(), (SELECT coalesce(sum(n), 0)::bigint FROM slidewin.rollups)"
 )
+# the built-in stream's batches: not those of a declared stream's query (<id>/stream-<name>/...)
 BATCHES_SQL = f"""
 SELECT query_id, batch_id, accepted, rejected, duplicates, committed_at
   FROM slidewin.ingest_batches
  WHERE committed_at > %s::timestamptz - interval '{OVERLAP}'
+   AND query_id NOT LIKE '%%/stream-%%'
 """
-# events late only for a session definition (source session:NAME) are stored, not rejected
+# events late only for a session definition (source session:NAME) are stored, not rejected;
+# a declared stream's dead letters name it
 DEAD_LETTERS_SQL = """
 SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters
- WHERE id > %s AND source NOT LIKE 'session:%%' GROUP BY reason
+ WHERE id > %s AND source NOT LIKE 'session:%%' AND stream IS NULL GROUP BY reason
 """
 LAST_DEAD_LETTER_SQL = "SELECT coalesce(max(id), 0) FROM slidewin.dead_letters"
+
+
+@dataclass(frozen=True)
+class WatchScope:
+    """The statements a StoreWatch reads one stream's counts with: (clock, stored rows), the
+    ingest batches committed since a time, the dead letters above an id."""
+
+    snapshot: Query = SNAPSHOT_SQL
+    batches: Query = BATCHES_SQL
+    dead_letters: Query = DEAD_LETTERS_SQL
+    last_dead_letter: Query = LAST_DEAD_LETTER_SQL
+
+
+EVENTS_SCOPE = WatchScope()
+
+
+def stream_scope(name: str) -> WatchScope:
+    """A declared stream's scope: its rollups, its query's batches, its dead letters."""
+    rollups = sql.Identifier("slidewin_rollups", name)
+    marker = sql.Literal(f"/stream-{name}/")
+    return WatchScope(
+        snapshot=sql.SQL("SELECT clock_timestamp(), "
+                         "(SELECT coalesce(sum(n), 0)::bigint FROM {})").format(rollups),
+        batches=sql.SQL(
+            "SELECT query_id, batch_id, accepted, rejected, duplicates, committed_at "
+            "FROM slidewin.ingest_batches "
+            f"WHERE committed_at > %s::timestamptz - interval '{OVERLAP}' "
+            "AND strpos(query_id, {}) > 0").format(marker),
+        dead_letters=sql.SQL(
+            "SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters "
+            "WHERE id > %s AND stream = {} GROUP BY reason").format(sql.Literal(name)),
+        last_dead_letter=sql.SQL(
+            "SELECT coalesce(max(id), 0) FROM slidewin.dead_letters WHERE stream = {}"
+        ).format(sql.Literal(name)),
+    )
 
 
 @dataclass
@@ -88,8 +128,8 @@ class Totals:
 class StoreWatch:
     """Counts what the store did since the watch began (see the module docstring)."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self.conn = conn
+    def __init__(self, conn: psycopg.Connection, scope: WatchScope = EVENTS_SCOPE) -> None:
+        self.conn, self.scope = conn, scope
         self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         self.totals = Totals()
         self._seen: dict[tuple[str, int], datetime] = {}
@@ -98,9 +138,10 @@ class StoreWatch:
         self.lock = threading.Lock()
         with self.conn.transaction():
             self._read_at, self.totals.rows = self._snapshot()
-            row = self.conn.execute(LAST_DEAD_LETTER_SQL).fetchone()
+            row = self.conn.execute(scope.last_dead_letter).fetchone()
             self._dead_cursor = int(row[0]) if row else 0
-            for qid, bid, *_rest, committed in self.conn.execute(BATCHES_SQL, (self._read_at,)):
+            for qid, bid, *_rest, committed in self.conn.execute(scope.batches,
+                                                                 (self._read_at,)):
                 self._seen[(qid, bid)] = committed
         self.totals.at_mono = time.monotonic()
 
@@ -111,7 +152,7 @@ class StoreWatch:
             self.conn = conn
 
     def _snapshot(self) -> tuple[datetime, int]:
-        row = self.conn.execute(SNAPSHOT_SQL).fetchone()
+        row = self.conn.execute(self.scope.snapshot).fetchone()
         assert row is not None
         return row[0], int(row[1])
 
@@ -130,7 +171,7 @@ class StoreWatch:
     def _new_batches(self, read_at: datetime) -> int:
         accepted = 0
         since = self._read_at or read_at  # the previous read (set when the watch began)
-        for qid, bid, acc, _rej, dup, committed in self.conn.execute(BATCHES_SQL, (since,)):
+        for qid, bid, acc, _rej, dup, committed in self.conn.execute(self.scope.batches, (since,)):
             if (qid, bid) not in self._seen:
                 self._seen[(qid, bid)] = committed
                 accepted += int(acc)
@@ -141,7 +182,8 @@ class StoreWatch:
         return accepted
 
     def _new_dead_letters(self) -> None:
-        for reason, count, top in self.conn.execute(DEAD_LETTERS_SQL, (self._dead_cursor,)):
+        for reason, count, top in self.conn.execute(self.scope.dead_letters,
+                                                          (self._dead_cursor,)):
             self.totals.rejected += int(count)
             self.totals.rejected_by_reason[reason] += int(count)
             self._dead_cursor = max(self._dead_cursor, int(top))

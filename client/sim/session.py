@@ -31,7 +31,14 @@ from client.sim.freshness import FreshnessTracker
 from client.sim.generator import Batch, EventGenerator, GeneratorConfig
 from client.sim.live import Display
 from client.sim.maxtracker import MaxTracker
-from client.sim.reporter import Failures, Reporter, StoreWatch, Totals, format_report
+from client.sim.reporter import (
+    Failures,
+    Report,
+    Reporter,
+    StoreWatch,
+    Totals,
+    format_report,
+)
 from client.sim.summary import Summary, build_summary
 from db.clock import Clock, utc_now
 from db.connect import connect
@@ -84,9 +91,12 @@ class ClientSession:
         display: Display,
         clock: Clock = utc_now,
         drain_s: float = 10.0,
+        extra_report: Callable[[], list[str]] | None = None,
     ) -> None:
         self.config, self.dsn, self.display, self.clock = config, dsn, display, clock
         self.drain_s = drain_s
+        # lines added to every report (the demo's second stream), read in the reporter thread
+        self.extra_report = extra_report
         self.failures = Failures()
         self.freshness = FreshnessTracker(clock=clock)
         self.generator = EventGenerator(
@@ -172,7 +182,11 @@ class ClientSession:
 
     def _report(self) -> None:
         assert self.reporter is not None
-        self.display.report(format_report(self.reporter.report()))
+        self.display.report(self._lines(self.reporter.report()))
+
+    def _lines(self, report: Report) -> list[str]:
+        extra = self.extra_report() if self.extra_report is not None else []
+        return [*format_report(report), *extra]
 
     def _deleter(self, conn: psycopg.Connection) -> Callable[[], None]:
         from jobs.retention import run_until_caught_up
@@ -233,7 +247,7 @@ class ClientSession:
     def _finish(self, timing: Timing, ended: float, warm: _WarmupMark) -> Summary:
         assert self.reporter is not None
         try:
-            self.display.report(format_report(self.reporter.report()))
+            self.display.report(self._lines(self.reporter.report()))
             totals = self.reporter.watch.totals.copy()
             with connect(self.dsn, autocommit=True) as conn:
                 return build_summary(
