@@ -3,8 +3,8 @@
 -- values cnt, the exact sum of the finite values, min, max (as numeric: a double's shortest
 -- round-trip decimal, which casts back to the same double) and the NaN/+Inf/-Inf counts.
 -- Without a key: from the rollups, reading the seconds asked for, never the table. With p_key:
--- the buckets of that key alone, from its own raw rows through the table's primary key
--- (key, time) -- one index range in the one partition holding the key.
+-- the buckets of that key alone, from its own raw rows: the range's rows of the one partition
+-- holding the key (its primary key (time, key)), the key's kept.
 CREATE OR REPLACE FUNCTION slidewin.stream_buckets(
     p_stream text, p_measure text, p_step integer, p_from timestamptz, p_to timestamptz,
     p_key text DEFAULT NULL)
