@@ -13,6 +13,7 @@ RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, cnt b
                total numeric, vmin numeric, vmax numeric, avg double precision,
                final boolean, partial boolean)
 LANGUAGE plpgsql STABLE
+SET extra_float_digits = 1  -- a double's min and max as its shortest round-trip decimal
 SET max_parallel_workers_per_gather = 0
 AS $$
 DECLARE
@@ -28,6 +29,21 @@ BEGIN
                + make_interval(secs => v_adv);
     v_end := slidewin.grain_floor(p_to - interval '1 microsecond', v_adv)
              + make_interval(secs => v_size);
+    IF v_adv = v_size THEN  -- tumbling: each bucket is a window
+        RETURN QUERY
+        SELECT b.bucket, b.bucket + make_interval(secs => v_size), b.n, b.cnt,
+               CASE WHEN b.cnt > 0 THEN slidewin.stream_total(b.total, b.nan, b.pinf, b.ninf)
+               END,
+               coalesce(b.vmin, b.fmin::text::numeric), coalesce(b.vmax, b.fmax::text::numeric),
+               (slidewin.stream_total(b.total, b.nan, b.pinf, b.ninf)
+                / nullif(b.cnt, 0))::double precision,
+               coalesce(b.bucket + make_interval(secs => v_size) <= v_state.watermark, false),
+               coalesce(b.bucket <= v_state.retired_through, false)
+          FROM slidewin.stream_buckets(p_stream, p_measure, v_size, v_first, v_end, p_key) AS b
+         WHERE b.bucket >= p_from AND b.bucket < p_to
+         ORDER BY b.bucket;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT w.ws, w.ws + make_interval(secs => v_size), w.n, w.cnt, w.total, w.vmin, w.vmax,
            (w.total / nullif(w.cnt, 0))::double precision,
@@ -37,7 +53,8 @@ BEGIN
                    CASE WHEN sum(b.cnt) > 0 THEN slidewin.stream_total(
                        sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint, sum(b.ninf)::bigint)
                    END AS total,
-                   min(b.vmin) AS vmin, max(b.vmax) AS vmax
+                   coalesce(min(b.vmin), (min(b.fmin))::text::numeric) AS vmin,
+                   coalesce(max(b.vmax), (max(b.fmax))::text::numeric) AS vmax
               FROM slidewin.stream_buckets(p_stream, p_measure, v_step, v_first, v_end, p_key) AS b
              CROSS JOIN LATERAL generate_series(
                        slidewin.grain_floor(b.bucket - make_interval(secs => v_size - v_step)

@@ -8,6 +8,7 @@ RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, cnt b
                total numeric, vmin numeric, vmax numeric, avg double precision,
                final boolean, partial boolean)
 LANGUAGE plpgsql STABLE
+SET extra_float_digits = 1  -- a double's min and max as its shortest round-trip decimal
 SET max_parallel_workers_per_gather = 0
 AS $$
 DECLARE
@@ -26,8 +27,10 @@ BEGIN
            coalesce(w.sec + interval '1 second' <= v_state.watermark, false),
            coalesce(w.sec - v_span <= v_state.retired_through, false)
       FROM (SELECT b.bucket AS sec, sum(b.n) OVER f AS n, sum(b.cnt) OVER f AS cnt,
-                   sum(b.total) OVER f AS total, min(b.vmin) OVER f AS vmin,
-                   max(b.vmax) OVER f AS vmax, sum(b.nan) OVER f AS nan,
+                   sum(b.total) OVER f AS total,
+                   coalesce(min(b.vmin) OVER f, (min(b.fmin) OVER f)::text::numeric) AS vmin,
+                   coalesce(max(b.vmax) OVER f, (max(b.fmax) OVER f)::text::numeric) AS vmax,
+                   sum(b.nan) OVER f AS nan,
                    sum(b.pinf) OVER f AS pinf, sum(b.ninf) OVER f AS ninf
               FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from - v_span, p_to, p_key) AS b
             WINDOW f AS (ORDER BY b.bucket RANGE BETWEEN v_span PRECEDING AND CURRENT ROW)) AS w

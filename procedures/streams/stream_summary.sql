@@ -7,11 +7,13 @@ CREATE OR REPLACE FUNCTION slidewin.stream_summary(
 RETURNS TABLE (n bigint, cnt bigint, total numeric, vmin numeric, vmax numeric,
                avg double precision)
 LANGUAGE sql STABLE
+SET extra_float_digits = 1  -- a double's min and max as its shortest round-trip decimal
 AS $$
     SELECT coalesce(sum(b.n), 0)::bigint, coalesce(sum(b.cnt), 0)::bigint,
            CASE WHEN sum(b.cnt) > 0 THEN slidewin.stream_total(
                sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint, sum(b.ninf)::bigint) END,
-           min(b.vmin), max(b.vmax),
+           coalesce(min(b.vmin), (min(b.fmin))::text::numeric),
+           coalesce(max(b.vmax), (max(b.fmax))::text::numeric),
            (slidewin.stream_total(sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint,
                                   sum(b.ninf)::bigint) / nullif(sum(b.cnt), 0))::double precision
       FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from, p_to, p_key) AS b
