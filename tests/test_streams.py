@@ -95,7 +95,23 @@ def rollups(conn: psycopg.Connection, name: str, double: bool) -> dict[datetime,
                    "nan": r[6], "pinf": r[7], "ninf": r[8]} for r in rows}
 
 
+def assert_minutes_exact(conn: psycopg.Connection, name: str, double: bool) -> None:
+    """The minute grain equals the second rollups summed per minute."""
+    odd = ", sum(v_nan), sum(v_pinf), sum(v_ninf)" if double else ""
+    seconds = sql.Identifier("slidewin_rollups", name)
+    minutes = sql.Identifier("slidewin_rollups", name + "#minute")
+    want = conn.execute(sql.SQL(
+        "SELECT date_trunc('minute', sec, 'UTC'), sum(n), sum(v_n), sum(v_sum), min(v_min), "
+        "max(v_max)" + odd + " FROM {} GROUP BY 1 ORDER BY 1").format(seconds)).fetchall()
+    odd_m = ", v_nan, v_pinf, v_ninf" if double else ""
+    got = conn.execute(sql.SQL(
+        "SELECT sec, n, v_n, v_sum, v_min, v_max" + odd_m + " FROM {} ORDER BY 1"
+    ).format(minutes)).fetchall()
+    assert got == want
+
+
 def assert_exact(conn: psycopg.Connection, name: str, double: bool) -> None:
+    assert_minutes_exact(conn, name, double)
     want = brute(raw(conn, name))
     got = rollups(conn, name, double)
     assert set(got) == set(want)
@@ -105,6 +121,27 @@ def assert_exact(conn: psycopg.Connection, name: str, double: bool) -> None:
         assert (g["nan"], g["pinf"], g["ninf"]) == (b["nan"], b["pinf"], b["ninf"]), sec
         assert g["min"] == (min(b["vals"]) if b["vals"] else None), sec
         assert g["max"] == (max(b["vals"]) if b["vals"] else None), sec
+
+
+def assert_summary_exact(conn: psycopg.Connection, start: datetime, end: datetime) -> None:
+    """stream_summary over [start, end) equals the raw rows' count, sum, min and max (of the
+    seconds starting in the range: the rollups' grain)."""
+    vals = [Decimal(text) for _, ts, text in raw(conn, "sensors")
+            if text is not None and start <= ts.replace(microsecond=0) < end]
+    got = streams.summary(conn, "sensors", start, end)
+    assert got["cnt"] == len(vals)
+    finite = [v for v in vals if v.is_finite()]
+    if not vals:
+        assert got["total"] is None
+    elif any(v.is_nan() for v in vals) or {Decimal("Infinity"), Decimal("-Infinity")} <= set(vals):
+        assert got["total"].is_nan()
+    elif Decimal("Infinity") in vals or Decimal("-Infinity") in vals:
+        assert got["total"] == next(v for v in vals if v.is_infinite())
+    else:
+        assert got["total"] == sum(finite)
+    ordered = [v for v in vals if not v.is_nan()]
+    assert got["vmin"] == (min(ordered) if ordered else None)
+    assert got["vmax"] == (max(ordered) if ordered else None)
 
 
 VALUES = {
@@ -125,18 +162,20 @@ def test_rollups_equal_a_brute_force_under_inserts_duplicates_deletes_and_nibble
     define(conn, vtype=vtype, history=timedelta(seconds=40))
     double = vtype == "double precision"
     for step in range(30):
-        rows = [(f"s{rng.randint(0, 5)}", at(rng.randint(0, 600) / 10), VALUES[vtype](rng))
+        rows = [(f"s{rng.randint(0, 5)}", at(rng.randint(0, 3000) / 10), VALUES[vtype](rng))
                 for _ in range(rng.randint(1, 40))]
         insert(conn, "sensors", rows + rows[:3])  # duplicates are never stored twice
         if step % 4 == 1:  # deletes of random rows, one statement
             conn.execute("DELETE FROM slidewin_streams.sensors WHERE sensor = %s AND ts < %s",
-                         (f"s{rng.randint(0, 5)}", at(rng.randint(0, 60))))
+                         (f"s{rng.randint(0, 5)}", at(rng.randint(0, 300))))
         if step % 5 == 2:  # an update takes values away (min and max must follow)
             conn.execute("UPDATE slidewin_streams.sensors SET v = NULL "
-                         "WHERE sensor = %s AND ts > %s", (f"s{rng.randint(0, 5)}", at(30)))
+                         "WHERE sensor = %s AND ts > %s", (f"s{rng.randint(0, 5)}", at(150)))
         if step % 7 == 3:
-            streams.nibble(conn, "sensors", at(rng.randint(40, 90)), chunk=7)
+            streams.nibble(conn, "sensors", at(rng.randint(40, 120)), chunk=7)
         assert_exact(conn, "sensors", double)
+        lo, hi = sorted(rng.sample(range(0, 3000), 2))  # any range: minutes and seconds
+        assert_summary_exact(conn, at(lo / 10), at(hi / 10))
 
 
 def test_doubles_that_cancel_sum_to_exactly_zero_and_nan_leaves_with_its_row(
@@ -188,6 +227,10 @@ def test_windows_equal_the_raw_rows_for_every_kind(conn: psycopg.Connection) -> 
     tumbling = streams.windows(conn, "sensors", "tumbling", size=60 * S, start=at(0),
                                end=at(120))
     assert sum(w.cnt for w in tumbling) == len(stored)
+    # whole minutes over a range of whole minutes: read from the minute grain
+    for w in streams.windows(conn, "sensors", "hopping", size=120 * S, advance=60 * S,
+                             start=at(-60), end=at(120)):
+        assert (w.cnt, w.total, w.vmax) == expect(w.window_start, w.window_end)
 
 
 def test_two_streams_with_the_same_keys_never_see_each_others_events(

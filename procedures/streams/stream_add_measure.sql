@@ -22,6 +22,8 @@ BEGIN
     v_t := slidewin.stream_measure_type(v_s.columns, p_column, v_s.key_column, v_s.time_column);
     FOREACH v_d IN ARRAY slidewin.stream_measure_ddl(p_column, v_t) LOOP
         EXECUTE format('ALTER TABLE slidewin_rollups.%I ADD COLUMN %s', p_stream, v_d);
+        EXECUTE format('ALTER TABLE slidewin_rollups.%I ADD COLUMN %s', p_stream || '#minute',
+                       v_d);
     END LOOP;
     UPDATE slidewin.streams SET measures = measures || p_column WHERE name = p_stream;
     PERFORM slidewin.stream_rollup_sql(p_stream);
@@ -29,6 +31,11 @@ BEGIN
     IF v_secs IS NOT NULL THEN
         EXECUTE format('DELETE FROM slidewin_rollups.%I', p_stream);
         EXECUTE (SELECT recompute_sql FROM slidewin.streams WHERE name = p_stream) USING v_secs;
+        EXECUTE format('SELECT array_agg(sec) FROM slidewin_rollups.%I', p_stream || '#minute')
+            INTO v_secs;
+        EXECUTE format('DELETE FROM slidewin_rollups.%I', p_stream || '#minute');
+        EXECUTE (SELECT minute_recompute_sql FROM slidewin.streams WHERE name = p_stream)
+            USING v_secs;
     END IF;
     SELECT * INTO v_row FROM slidewin.streams WHERE name = p_stream;
     RETURN v_row;

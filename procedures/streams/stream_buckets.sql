@@ -4,8 +4,10 @@
 -- min and max come as vmin/vmax (numeric) for integer and numeric measures and as fmin/fmax
 -- (double precision) for doubles, so that a window turns its one min and max into numeric
 -- rather than every bucket's.
--- Without a key: from the rollups, reading the seconds asked for, never the table (step 1 reads
--- the rollup rows as they are). With p_key: the buckets of that key alone, from its own raw
+-- Without a key: from the rollups, reading the seconds asked for, never the table: step 1 reads
+-- the second rollups as they are; a step of whole minutes over a range of whole minutes reads the
+-- minute grain; step 0 returns rows to be summed whole (not buckets): the range's whole minutes
+-- from the minute grain and the seconds around them. With p_key: the buckets of that key alone, from its own raw
 -- rows: the range's rows of the one partition holding the key (its primary key (time, key)).
 CREATE OR REPLACE FUNCTION slidewin.stream_buckets(
     p_stream text, p_measure text, p_step integer, p_from timestamptz, p_to timestamptz,
@@ -23,6 +25,10 @@ DECLARE
     v_odd  text;
     v_s    slidewin.streams;
     v_aggs text;
+    v_rows text;
+    v_table text;
+    v_lo   timestamptz;
+    v_hi   timestamptz;
     -- slidewin.grain_floor, inline: date_bin for times since the epoch (a function call per
     -- row cost several times the aggregation)
     v_floor text := 'CASE WHEN %1$s >= ''epoch'' THEN date_bin(make_interval(secs => $1), %1$s, '
@@ -36,23 +42,48 @@ BEGIN
                                              '%%1$s(%I)::bigint', v_m.measure || '_nan',
                                              v_m.measure || '_pinf', v_m.measure || '_ninf')
                       ELSE '0::bigint, 0::bigint, 0::bigint' END;
-        IF p_step = 1 THEN  -- one rollup row per second already: no grouping
-            RETURN QUERY EXECUTE format(
-                'SELECT sec, n, %1$I, %2$I, %3$s, %4$s FROM slidewin_rollups.%5$I '
-                'WHERE sec >= $2 AND sec < $3 ORDER BY sec',
-                v_m.measure || '_n', v_m.measure || '_sum',
-                format(v_ext, '', '', v_m.measure || '_min', v_m.measure || '_max'),
-                format(v_odd, ''), p_stream)
-            USING p_step, p_from, p_to;
+        -- a grain's rows as they are (one per second or minute), for [$2, $3)
+        v_rows := format(
+            'SELECT sec, n, %1$I, %2$I, %3$s, %4$s FROM slidewin_rollups.%%I '
+            'WHERE sec >= %%s AND sec < %%s',
+            v_m.measure || '_n', v_m.measure || '_sum',
+            format(v_ext, '', '', v_m.measure || '_min', v_m.measure || '_max'),
+            format(v_odd, ''));
+        IF p_step = 0 THEN
+            -- rows to be summed whole: the range's whole minutes from the minute grain, the
+            -- seconds before and after them from the second grain (at most 118 of those)
+            v_lo := date_trunc('minute', p_from, 'UTC');
+            IF v_lo < p_from THEN
+                v_lo := v_lo + interval '1 minute';
+            END IF;
+            v_hi := date_trunc('minute', p_to, 'UTC');
+            IF v_lo >= v_hi THEN
+                RETURN QUERY EXECUTE format(v_rows, p_stream, '$2', '$3') USING p_step, p_from,
+                    p_to;
+            ELSE
+                RETURN QUERY EXECUTE format(v_rows, p_stream, '$2', '$4') || ' UNION ALL '
+                    || format(v_rows, p_stream || '#minute', '$4', '$5') || ' UNION ALL '
+                    || format(v_rows, p_stream, '$5', '$3')
+                    USING p_step, p_from, p_to, v_lo, v_hi;
+            END IF;
             RETURN;
         END IF;
+        IF p_step = 1 THEN  -- one rollup row per second already: no grouping
+            RETURN QUERY EXECUTE format(v_rows, p_stream, '$2', '$3') || ' ORDER BY sec'
+                USING p_step, p_from, p_to;
+            RETURN;
+        END IF;
+        -- whole minutes from the minute grain when the buckets and the range allow it
+        v_table := CASE WHEN p_step % 60 = 0 AND date_trunc('minute', p_from, 'UTC') = p_from
+                              AND date_trunc('minute', p_to, 'UTC') = p_to
+                         THEN p_stream || '#minute' ELSE p_stream END;
         RETURN QUERY EXECUTE format(
             'SELECT ' || format(v_floor, 'sec') || ', sum(n)::bigint, sum(%1$I)::bigint, '
             'sum(%2$I), %3$s, %4$s FROM slidewin_rollups.%5$I '
             'WHERE sec >= $2 AND sec < $3 GROUP BY 1 ORDER BY 1',
             v_m.measure || '_n', v_m.measure || '_sum',
             format(v_ext, 'min', 'max', v_m.measure || '_min', v_m.measure || '_max'),
-            format(v_odd, 'sum'), p_stream)
+            format(v_odd, 'sum'), v_table)
         USING p_step, p_from, p_to;
         RETURN;
     END IF;

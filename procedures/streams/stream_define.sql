@@ -7,7 +7,8 @@
 -- rollups keep. keep_extra adds `attrs jsonb` for fields the stream does not declare.
 -- Creates slidewin_streams.<name> (identity: time and key, as (ts, uuid) for events; its primary
 -- key is the time index too), hash partitioned on the key into slidewin_streams."<name>#<i>";
--- slidewin_rollups.<name>; and the rollup triggers. Every name goes through
+-- slidewin_rollups.<name> and its minute grain slidewin_rollups."<name>#minute"; and the rollup
+-- triggers. Every name goes through
 -- slidewin.check_stream_name and format('%I'): a name with quotes or semicolons is refused,
 -- never executed. Returns the stream's row.
 CREATE OR REPLACE FUNCTION slidewin.stream_define(
@@ -115,6 +116,8 @@ BEGIN
                        p_name || '#' || i, p_name, p_partitions, i);
     END LOOP;
     EXECUTE format('CREATE TABLE slidewin_rollups.%I (%s)', p_name,
+                   array_to_string(v_rdefs, ', '));
+    EXECUTE format('CREATE TABLE slidewin_rollups.%I (%s)', p_name || '#minute',
                    array_to_string(v_rdefs, ', '));
     PERFORM slidewin.stream_rollup_sql(p_name);
     EXECUTE format('CREATE TRIGGER rollups_on_insert AFTER INSERT ON slidewin_streams.%I '

@@ -10,7 +10,8 @@ DECLARE
 BEGIN
     EXECUTE format('SELECT coalesce(sum(n), 0) FROM slidewin_rollups.%I', v_s.name) INTO v_rows;
     EXECUTE format('DROP TABLE slidewin_streams.%I', v_s.name);
-    EXECUTE format('DROP TABLE slidewin_rollups.%I', v_s.name);
+    EXECUTE format('DROP TABLE slidewin_rollups.%I, slidewin_rollups.%I', v_s.name,
+                   v_s.name || '#minute');
     DELETE FROM slidewin.stream_state WHERE stream = v_s.name;
     DELETE FROM slidewin.dead_letters WHERE stream = v_s.name;
     DELETE FROM slidewin.streams WHERE name = v_s.name;

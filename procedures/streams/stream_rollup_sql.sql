@@ -10,7 +10,9 @@
 -- insert_sql adds the statement's inserted rows (transition table new_rows) to their seconds;
 -- recompute_sql ($1: the seconds a delete or update touched) aggregates those seconds again from
 -- the raw rows, after they were emptied: exact under deletes, min and max included, and bounded
--- by the rows of the seconds touched.
+-- by the rows of the seconds touched. minute_insert_sql does insert_sql's work for the minute
+-- grain; minute_recompute_sql ($1: minutes) aggregates minutes again from their (at most 60)
+-- second rollups.
 CREATE OR REPLACE FUNCTION slidewin.stream_rollup_sql(p_name text)
 RETURNS void
 LANGUAGE plpgsql
@@ -23,6 +25,7 @@ DECLARE
     v_aggs   text := '';
     v_set    text := 'n = r.n + excluded.n';
     v_ts     text;
+    v_mins   text := 'sum(n)';  -- the minute grain's aggregates of the second rollups
 BEGIN
     SELECT * INTO STRICT v_s FROM slidewin.streams WHERE name = p_name AND NOT builtin;
     v_ts := format('date_trunc(''second'', %I, ''UTC'')', v_s.time_column);
@@ -35,6 +38,8 @@ BEGIN
             ', %1$I = r.%1$I + excluded.%1$I, %2$I = r.%2$I + excluded.%2$I'
             ', %3$I = least(r.%3$I, excluded.%3$I), %4$I = greatest(r.%4$I, excluded.%4$I)',
             v_m || '_n', v_m || '_sum', v_m || '_min', v_m || '_max');
+        v_mins := v_mins || format(', sum(%I), sum(%I), min(%I), max(%I)', v_m || '_n',
+                                   v_m || '_sum', v_m || '_min', v_m || '_max');
         IF v_type = 'double precision' THEN
             v_aggs := v_aggs || format(
                 ', count(%1$I), coalesce(sum(%1$I::text::numeric) FILTER (WHERE %1$I NOT IN '
@@ -47,6 +52,8 @@ BEGIN
             v_set := v_set || format(
                 ', %1$I = r.%1$I + excluded.%1$I, %2$I = r.%2$I + excluded.%2$I'
                 ', %3$I = r.%3$I + excluded.%3$I', v_m || '_nan', v_m || '_pinf', v_m || '_ninf');
+            v_mins := v_mins || format(', sum(%I), sum(%I), sum(%I)', v_m || '_nan',
+                                       v_m || '_pinf', v_m || '_ninf');
         ELSE
             v_aggs := v_aggs || format(
                 ', count(%1$I), coalesce(sum(%1$I::numeric), 0), min(%1$I), max(%1$I)', v_m);
@@ -62,7 +69,17 @@ BEGIN
             'FROM unnest($1::timestamptz[]) AS s(sec) JOIN slidewin_streams.%1$I t '
             'ON t.%4$I >= s.sec AND t.%4$I < s.sec + interval ''1 second'' GROUP BY s.sec '
             'ORDER BY s.sec',
-            p_name, v_cols, v_aggs, v_s.time_column)
+            p_name, v_cols, v_aggs, v_s.time_column),
+        minute_insert_sql = format(
+            'INSERT INTO slidewin_rollups.%1$I AS r (%2$s) SELECT %3$s, count(*)%4$s '
+            'FROM new_rows GROUP BY 1 ORDER BY 1 ON CONFLICT (sec) DO UPDATE SET %5$s',
+            p_name || '#minute', v_cols,
+            format('date_trunc(''minute'', %I, ''UTC'')', v_s.time_column), v_aggs, v_set),
+        minute_recompute_sql = format(
+            'INSERT INTO slidewin_rollups.%1$I (%2$s) SELECT s.m, %3$s '
+            'FROM unnest($1::timestamptz[]) AS s(m) JOIN slidewin_rollups.%4$I r '
+            'ON r.sec >= s.m AND r.sec < s.m + interval ''1 minute'' GROUP BY s.m ORDER BY s.m',
+            p_name || '#minute', v_cols, v_mins, p_name)
      WHERE name = p_name;
 END
 $$;

@@ -10,6 +10,7 @@ AS $$
 DECLARE
     v_s    slidewin.streams;
     v_secs timestamptz[];
+    v_mins timestamptz[];
 BEGIN
     SELECT * INTO STRICT v_s FROM slidewin.streams WHERE name = TG_ARGV[0];
     IF TG_OP = 'UPDATE' THEN
@@ -25,6 +26,11 @@ BEGIN
     END IF;
     EXECUTE format('DELETE FROM slidewin_rollups.%I WHERE sec = ANY($1)', v_s.name) USING v_secs;
     EXECUTE v_s.recompute_sql USING v_secs;
+    -- then the minutes holding those seconds, from their second rollups
+    SELECT array_agg(DISTINCT date_trunc('minute', s, 'UTC')) INTO v_mins FROM unnest(v_secs) s;
+    EXECUTE format('DELETE FROM slidewin_rollups.%I WHERE sec = ANY($1)', v_s.name || '#minute')
+        USING v_mins;
+    EXECUTE v_s.minute_recompute_sql USING v_mins;
     RETURN NULL;
 END
 $$;

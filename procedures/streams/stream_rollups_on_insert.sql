@@ -1,5 +1,5 @@
 -- slidewin.stream_rollups_on_insert(): AFTER INSERT statement trigger of a declared stream's
--- table (TG_ARGV[0]: its name): adds the inserted rows' aggregates to their seconds with the
+-- table (TG_ARGV[0]: its name): adds the inserted rows' aggregates to their seconds and minutes with the
 -- statement slidewin.stream_rollup_sql generated, and signals channel slidewin_streams with the
 -- stream's name. extra_float_digits = 1 makes a double's text its shortest round-trip form
 -- whatever the caller's setting, so its exact decimal is always the same.
@@ -12,6 +12,8 @@ DECLARE
     v_sql text;
 BEGIN
     SELECT insert_sql INTO STRICT v_sql FROM slidewin.streams WHERE name = TG_ARGV[0];
+    EXECUTE v_sql;
+    SELECT minute_insert_sql INTO STRICT v_sql FROM slidewin.streams WHERE name = TG_ARGV[0];
     EXECUTE v_sql;
     PERFORM pg_notify('slidewin_streams', TG_ARGV[0]);
     RETURN NULL;

@@ -4,7 +4,8 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    EXECUTE format('TRUNCATE slidewin_rollups.%I', TG_ARGV[0]);
+    EXECUTE format('TRUNCATE slidewin_rollups.%I, slidewin_rollups.%I', TG_ARGV[0],
+                   TG_ARGV[0] || '#minute');
     RETURN NULL;
 END
 $$;

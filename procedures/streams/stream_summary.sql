@@ -16,5 +16,6 @@ AS $$
            coalesce(max(b.vmax), (max(b.fmax))::text::numeric),
            (slidewin.stream_total(sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint,
                                   sum(b.ninf)::bigint) / nullif(sum(b.cnt), 0))::double precision
-      FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from, p_to, p_key) AS b
+      FROM slidewin.stream_buckets(p_stream, p_measure, CASE WHEN p_key IS NULL THEN 0 ELSE 1 END,
+                                   p_from, p_to, p_key) AS b
 $$;

@@ -5,8 +5,9 @@
 --
 -- columns: the declared columns in order, [{"name": ..., "type": ..., "required": bool}], key and
 -- time column included. measures: the numeric columns the rollups and windows aggregate.
--- insert_sql / recompute_sql: the rollup statements the triggers run, generated from the columns
--- by slidewin.stream_rollup_sql whenever the stream is defined or altered.
+-- insert_sql / recompute_sql (and minute_*: the same for the minute grain in
+-- slidewin_rollups."<name>#minute"): the rollup statements the triggers run, generated from the
+-- columns by slidewin.stream_rollup_sql whenever the stream is defined or altered.
 -- retired_through: the newest event time retention has deleted (windows starting at or before it
 -- are `partial`).
 CREATE SCHEMA IF NOT EXISTS slidewin_streams;
@@ -34,6 +35,9 @@ VALUES ('events', 'uuid', 'ts',
           {"name": "ts", "type": "timestamptz", "required": true}]',
         '{val}', 8, true)
 ON CONFLICT (name) DO NOTHING;
+-- the minute grain of the rollups (slidewin_rollups."<name>#minute"), kept by the same triggers
+ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS minute_insert_sql text;
+ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS minute_recompute_sql text;
 -- the dead letters of a declared stream name it; NULL is the built-in stream `events`
 ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS stream text;
 CREATE INDEX IF NOT EXISTS dead_letters_stream ON slidewin.dead_letters (stream, id)
