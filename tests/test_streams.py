@@ -529,3 +529,36 @@ def test_count_windows_and_lookups_of_a_declared_stream(
     current = run(runner_env, "windows", "current", "--stream", "sensors", "--size", "10s",
                   "--relative-to", at(7).isoformat(), "--json")
     assert [w["sum"] for w in json.loads(current.stdout)["windows"]] == [45]
+
+
+def test_a_nibble_and_a_batch_of_the_same_minute_wait_for_each_other_never_deadlock(
+    store_dsn: str, conn: psycopg.Connection
+) -> None:
+    """The batch holds its stream's registry row (FOR SHARE) from its start; the nibble takes
+    that row before any rollup row, so it waits for the batch instead of locking the minute
+    the batch then inserts into (which deadlocked)."""
+    import threading
+    import time
+
+    define(conn, history=30 * S)
+    insert(conn, "sensors", [(f"old{i}", at(i), float(i)) for i in range(10)])
+    failures: list[BaseException] = []
+    with psycopg.connect(store_dsn) as batch:
+        batch.execute("SELECT 1 FROM slidewin.streams WHERE name = 'sensors' FOR SHARE")
+
+        def nibble() -> None:
+            try:
+                with psycopg.connect(store_dsn, autocommit=True) as c:
+                    streams.nibble(c, "sensors", at(45), chunk=100)
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        worker = threading.Thread(target=nibble)
+        worker.start()
+        time.sleep(0.5)  # the nibble is waiting now
+        insert(batch, "sensors", [("new", at(40), 1.0)])  # the same minute as the old rows
+        batch.commit()
+        worker.join(timeout=30)
+    assert not failures, failures
+    assert conn.execute("SELECT count(*) FROM slidewin_streams.sensors").fetchone() == (1,)
+    assert_exact(conn, "sensors", True)

@@ -20,18 +20,27 @@ BEGIN
     IF v_s.history IS NULL THEN
         RETURN 0;
     END IF;
+    -- the newest time this call deletes, recorded first: the registry row is the one lock a
+    -- batch of the stream holds from its start (FOR SHARE), so the nibble waits for a running
+    -- batch before it locks any rollup row the batch may want, never the other way round
+    EXECUTE format('SELECT max(t) FROM (SELECT %1$I AS t FROM slidewin_streams.%2$I '
+                   'WHERE %1$I < $1 ORDER BY %1$I LIMIT $2) AS oldest',
+                   v_s.time_column, v_s.name)
+    INTO v_newest USING p_now - v_s.history, p_chunk;
+    IF v_newest IS NULL THEN
+        RETURN 0;
+    END IF;
+    UPDATE slidewin.streams SET retired_through = greatest(retired_through, v_newest)
+     WHERE name = v_s.name;
     -- through the parent table, so that its statement triggers keep the rollups exact; the
-    -- oldest rows come from the time index of each partition, merged: bounded by the chunk
+    -- oldest rows come from the primary key (time first) of each partition, merged: bounded by
+    -- the chunk
     EXECUTE format(
         'WITH gone AS (DELETE FROM slidewin_streams.%1$I t USING (SELECT %2$I AS k, %3$I AS ts '
         'FROM slidewin_streams.%1$I WHERE %3$I < $1 ORDER BY %3$I LIMIT $2) d '
-        'WHERE t.%2$I = d.k AND t.%3$I = d.ts RETURNING t.%3$I) SELECT count(*), max(%3$I) FROM gone',
+        'WHERE t.%2$I = d.k AND t.%3$I = d.ts RETURNING t.%3$I) SELECT count(*) FROM gone',
         v_s.name, v_s.key_column, v_s.time_column)
-    INTO v_total, v_newest USING p_now - v_s.history, p_chunk;
-    IF v_newest IS NOT NULL THEN
-        UPDATE slidewin.streams SET retired_through = greatest(retired_through, v_newest)
-         WHERE name = v_s.name;
-    END IF;
+    INTO v_total USING p_now - v_s.history, p_chunk;
     RETURN v_total;
 END
 $$;

@@ -24,10 +24,16 @@ BEGIN
     IF v_secs IS NULL THEN
         RETURN NULL;
     END IF;
+    -- rows of each grain locked in (sec) order, seconds before minutes, as the insert trigger's
+    -- upserts take them: a nibble and a batch touching the same minute wait, never deadlock
+    EXECUTE format('SELECT 1 FROM slidewin_rollups.%I WHERE sec = ANY($1) ORDER BY sec FOR UPDATE',
+                   v_s.name) USING v_secs;
     EXECUTE format('DELETE FROM slidewin_rollups.%I WHERE sec = ANY($1)', v_s.name) USING v_secs;
     EXECUTE v_s.recompute_sql USING v_secs;
     -- then the minutes holding those seconds, from their second rollups
     SELECT array_agg(DISTINCT date_trunc('minute', s, 'UTC')) INTO v_mins FROM unnest(v_secs) s;
+    EXECUTE format('SELECT 1 FROM slidewin_rollups.%I WHERE sec = ANY($1) ORDER BY sec FOR UPDATE',
+                   v_s.name || '#minute') USING v_mins;
     EXECUTE format('DELETE FROM slidewin_rollups.%I WHERE sec = ANY($1)', v_s.name || '#minute')
         USING v_mins;
     EXECUTE v_s.minute_recompute_sql USING v_mins;
