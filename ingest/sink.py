@@ -178,7 +178,7 @@ def write_batch(
     """
     started = time.monotonic()
     with conn.transaction():
-        if not _claim(conn, query_id, batch_id):
+        if not claim_batch(conn, query_id, batch_id):
             return BatchResult(query_id, batch_id, skipped=True)
         state = _lock_state(conn, stream)
         sessions_before = _session_seconds(conn)
@@ -304,7 +304,8 @@ def _write_chunk(
     return accepted, path
 
 
-def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
+def claim_batch(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
+    """Insert the batch's marker; False when it is there already (the batch committed)."""
     cur = conn.execute(
         "INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES (%s, %s) "
         "ON CONFLICT DO NOTHING",

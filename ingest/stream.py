@@ -24,7 +24,7 @@ import pyarrow as pa
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.util import inheritable_thread_target
 
 from db.clock import Clock, utc_now
@@ -402,12 +402,15 @@ def start_stream(
         )
         .option("checkpointLocation", str(config.checkpoint_for(handler.stream)))
     )
-    if config.once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(
-            processingTime=f"{int(config.trigger.total_seconds() * 1000)} milliseconds"
-        )
-    query = writer.start()
+    query = triggered(writer, config).start()
     handler.bind(query.id)
     return query
+
+
+def triggered(writer: DataStreamWriter, config: IngestConfig) -> DataStreamWriter:
+    """The writer with the ingest's trigger: everything there now (--once), else --trigger."""
+    if config.once:
+        return writer.trigger(availableNow=True)
+    return writer.trigger(
+        processingTime=f"{int(config.trigger.total_seconds() * 1000)} milliseconds"
+    )

@@ -32,7 +32,7 @@ from psycopg import sql
 
 from db.connect import procedure_errors
 from db.streams import Stream, get_stream
-from ingest.sink import BatchResult
+from ingest.sink import BatchResult, claim_batch
 from ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
 from ingest.typed_arrow import csv_bytes
 
@@ -69,7 +69,7 @@ def write_stream_batch(
     ``now`` is the clock of the ``future`` and ``expired`` rules and the state's update time."""
     started = time.monotonic()
     with conn.transaction():
-        if not _claim(conn, query_id, batch_id):
+        if not claim_batch(conn, query_id, batch_id):
             return BatchResult(query_id, batch_id, skipped=True)
         stream = _declared(conn, name)
         row = conn.execute("SELECT * FROM slidewin.stream_begin(%s)", (name,)).fetchone()
@@ -111,15 +111,6 @@ def _result(query_id: str, batch_id: int, parsed: Parsed, inserted: int,
         path="staging" if parsed.good else "empty",
         extra_fields=parsed.extra,
     )
-
-
-def _claim(conn: psycopg.Connection, query_id: str, batch_id: int) -> bool:
-    cur = conn.execute(
-        "INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES (%s, %s) "
-        "ON CONFLICT DO NOTHING",
-        (query_id, batch_id),
-    )
-    return cur.rowcount == 1
 
 
 def _declared(conn: psycopg.Connection, name: str) -> Stream:

@@ -35,6 +35,7 @@ from ingest.config import IngestConfig
 from ingest.landing import not_a_file
 from ingest.parse import any_case_glob
 from ingest.sink import BatchResult
+from ingest.stream import triggered
 from ingest.tidy import batch_entries, dispose, last_committed_batch
 from ingest.typed import EXTENSIONS
 from ingest.typed_sink import StreamGone, stream_query_id, write_stream_batch
@@ -174,13 +175,7 @@ def start_query(spark: SparkSession, config: IngestConfig, handler: StreamHandle
         .option("checkpointLocation",
                 str(config.checkpoint_for(checkpoint_name(handler.name))))
     )
-    if config.once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(
-            processingTime=f"{int(config.trigger.total_seconds() * 1000)} milliseconds"
-        )
-    query = writer.start()
+    query = triggered(writer, config).start()
     handler.bind(query.id)
     return query
 
