@@ -9,12 +9,13 @@ LANGUAGE plpgsql
 SET extra_float_digits = 1
 AS $$
 DECLARE
-    v_sql text;
+    v_sql        text;
+    v_minute_sql text;
 BEGIN
-    SELECT insert_sql INTO STRICT v_sql FROM slidewin.streams WHERE name = TG_ARGV[0];
+    SELECT insert_sql, minute_insert_sql INTO STRICT v_sql, v_minute_sql
+      FROM slidewin.streams WHERE name = TG_ARGV[0];
     EXECUTE v_sql;
-    SELECT minute_insert_sql INTO STRICT v_sql FROM slidewin.streams WHERE name = TG_ARGV[0];
-    EXECUTE v_sql;
+    EXECUTE v_minute_sql;
     PERFORM pg_notify('slidewin_streams', TG_ARGV[0]);
     RETURN NULL;
 END
