@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import click
 
-from client.cli.context import AppContext, emit_json, pass_app
+from client.cli.context import AppContext, emit_json, number, pass_app
 from client.cli.options import json_option
 from client.cli.root import SlidewinGroup
 from db import streams, windows
@@ -81,9 +82,10 @@ def _answer(app: AppContext, what: str, seconds: int, relative_to: str, as_json:
                       "sum": found["total"], "count": found["cnt"]}
             rows = found["n"]
     value = values[what]
+    shown_json = number(value) if isinstance(value, Decimal) else value
     if as_json:
         emit_json({"what": what, "seconds": seconds, "relative_to": relative_to,
-                   "end": end.isoformat() if end else None, "value": _json(value), "rows": rows,
+                   "end": end.isoformat() if end else None, "value": shown_json, "rows": rows,
                    **({} if stream == "events" else {"stream": stream})})
     elif value is None:
         click.echo(f"{what} over the last {seconds} s: no data")
@@ -92,82 +94,31 @@ def _answer(app: AppContext, what: str, seconds: int, relative_to: str, as_json:
         click.echo(f"{what} over the last {seconds} s: {shown} ({rows} rows)")
 
 
-def _json(value: Any) -> Any:
-    from decimal import Decimal
-
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return value
-
-
-@query.command("avg")
-@_options
-@pass_app
-def query_avg(app: AppContext, seconds: int, relative_to: str, stream: str,
-              measure: str | None, as_json: bool) -> None:
-    """Average value over the last N seconds.
-
-    \b
-    Example:
-      slidewin query avg --seconds 30 --relative-to stream
-    """
-    _answer(app, "avg", seconds, relative_to, as_json, stream, measure)
+QUESTIONS = (
+    ("avg", "Average value over the last N seconds.", "slidewin query avg --seconds 30 "
+     "--relative-to stream"),
+    ("max", "Largest value over the last N seconds.", "slidewin query max --seconds 5"),
+    ("min", "Smallest value over the last N seconds.",
+     "slidewin query min --seconds 60 --stream sensors"),
+    ("sum", "Exact sum over the last N seconds.",
+     "slidewin query sum --seconds 60 --stream orders --measure amount"),
+    ("count", "How many values over the last N seconds.", "slidewin query count --seconds 60"),
+)
 
 
-@query.command("max")
-@_options
-@pass_app
-def query_max(app: AppContext, seconds: int, relative_to: str, stream: str,
-              measure: str | None, as_json: bool) -> None:
-    """Largest value over the last N seconds.
+def _question(what: str, summary: str, example: str) -> None:
+    """One ``slidewin query WHAT`` command: the same options, one figure of the summary."""
 
-    \b
-    Example:
-      slidewin query max --seconds 5
-    """
-    _answer(app, "max", seconds, relative_to, as_json, stream, measure)
-
-
-@query.command("min")
-@_options
-@pass_app
-def query_min(app: AppContext, seconds: int, relative_to: str, stream: str,
-              measure: str | None, as_json: bool) -> None:
-    """Smallest value over the last N seconds.
-
-    \b
-    Example:
-      slidewin query min --seconds 60 --stream sensors
-    """
-    _answer(app, "min", seconds, relative_to, as_json, stream, measure)
-
-
-@query.command("sum")
-@_options
-@pass_app
-def query_sum(app: AppContext, seconds: int, relative_to: str, stream: str,
-              measure: str | None, as_json: bool) -> None:
-    """Exact sum over the last N seconds.
-
-    \b
-    Example:
-      slidewin query sum --seconds 60 --stream orders --measure amount
-    """
-    _answer(app, "sum", seconds, relative_to, as_json, stream, measure)
-
-
-@query.command("count")
-@_options
-@pass_app
-def query_count(app: AppContext, seconds: int, relative_to: str, stream: str,
+    def command(app: AppContext, seconds: int, relative_to: str, stream: str,
                 measure: str | None, as_json: bool) -> None:
-    """How many values over the last N seconds.
+        _answer(app, what, seconds, relative_to, as_json, stream, measure)
 
-    \b
-    Example:
-      slidewin query count --seconds 60
-    """
-    _answer(app, "count", seconds, relative_to, as_json, stream, measure)
+    command.__doc__ = f"{summary}\n\n    \b\n    Example:\n      {example}\n    "
+    query.command(what)(_options(pass_app(command)))
+
+
+for _what, _summary, _example in QUESTIONS:
+    _question(_what, _summary, _example)
 
 
 @query.command("sql")
