@@ -44,6 +44,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "check_chunk": ("SELECT slidewin.check_chunk(%s)", (100,), False),
     "check_cutoff": ("SELECT slidewin.check_cutoff(%s)", (at(0),), False),
     "check_key": ("SELECT slidewin.check_key(%s)", ("a",), False),
+    "check_count_windows": ("SELECT slidewin.check_count_windows(%s, %s, %s)", (4, 2, 10), False),
     "check_partition": ("SELECT slidewin.check_partition(%s)", (1,), False),
     "check_target_rows": ("SELECT slidewin.check_target_rows(%s)", (10,), False),
     "check_window": ("SELECT slidewin.check_window(%s)", (30,), False),

@@ -23,20 +23,7 @@ DECLARE
                         ELSE 'v::numeric' END;
     v_key  text;
 BEGIN
-    IF p_size IS NULL OR p_size < 1 OR p_size > 1000000 THEN
-        RAISE EXCEPTION 'size must be from 1 to 1000000 events, got %', coalesce(p_size::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'e.g. size 10000';
-    END IF;
-    IF v_adv < 1 OR v_adv > p_size THEN
-        RAISE EXCEPTION 'advance must be from 1 to size (%) events, got %', p_size, v_adv
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'use an advance no larger than size (equal: tumbling windows)';
-    END IF;
-    IF v_rows < p_size OR v_rows > 1000000 THEN
-        RAISE EXCEPTION 'rows must be from size (%) to 1000000 events, got %', p_size, v_rows
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'rows is how many of the newest events the windows cover';
-    END IF;
+    PERFORM slidewin.check_count_windows(p_size, v_adv, v_rows);
     v_key := CASE WHEN p_key IS NULL THEN '' ELSE format('WHERE %I = $2::%s', v_s.key_column,
         (SELECT c->>'type' FROM jsonb_array_elements(v_s.columns) c
           WHERE c->>'name' = v_s.key_column)) END;

@@ -32,20 +32,7 @@ DECLARE
     v_first  timestamptz;
     v_last   timestamptz;
 BEGIN
-    IF p_size IS NULL OR p_size < 1 OR p_size > 1000000 THEN
-        RAISE EXCEPTION 'size must be from 1 to 1000000 events, got %', coalesce(p_size::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'e.g. size 10000';
-    END IF;
-    IF v_adv < 1 OR v_adv > p_size THEN
-        RAISE EXCEPTION 'advance must be from 1 to size (%) events, got %', p_size, v_adv
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'use an advance no larger than size (equal: tumbling windows)';
-    END IF;
-    IF v_rows < p_size OR v_rows > 1000000 THEN
-        RAISE EXCEPTION 'rows must be from size (%) to 1000000 events, got %', p_size, v_rows
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'rows is how many of the newest events the windows cover';
-    END IF;
+    PERFORM slidewin.check_count_windows(p_size, v_adv, v_rows);
     SELECT c.sec INTO v_from
       FROM (SELECT s.sec, sum(s.n) OVER (ORDER BY s.sec DESC) AS upto
               FROM (SELECT r.sec, sum(r.n) AS n FROM slidewin.rollups r
