@@ -15,7 +15,9 @@ The order inside the transaction (autocommit connection + ``conn.transaction()``
    (its statement triggers keep the rollups exact for the rows really inserted): rows already
    stored count as duplicates;
 5. COPY the dead letters (``stream`` = the stream's name), raise the stream state
-   (``slidewin.ingest_advance`` with the stream's grace), fill in the marker's counts; commit.
+   (``slidewin.ingest_advance`` with the stream's grace), move the watermark of the joins
+   reading the stream (``slidewin.joins_advance``: outer rows that became final; the pairs were
+   written by the insert's ``joins_on_insert`` trigger), fill in the marker's counts; commit.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ def write_stream_batch(
         with procedure_errors():
             row = conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
                                (name, parsed.max_ts, now, stream.grace)).fetchone()
+            # the joins reading this stream: W moves with its time, outer rows become final
+            conn.execute("SELECT slidewin.joins_advance(%s, %s)", (name, now))
         result = _result(query_id, batch_id, parsed, inserted, row[0] if row else None)
         seconds = time.monotonic() - started
         conn.execute(

@@ -24,8 +24,11 @@ CLEAN_SQL = (
     "slidewin.session_tombstones, slidewin.session_store, slidewin.session_defs"
 )
 
-# declared streams are tables of their own: each test starts with none
-DROP_STREAMS_SQL = "SELECT slidewin.stream_drop(name) FROM slidewin.streams WHERE NOT builtin"
+# declared streams and joins are tables of their own: each test starts with none
+DROP_STREAMS_SQL = (
+    "SELECT slidewin.join_drop(name) FROM slidewin.joins; "
+    "SELECT slidewin.stream_drop(name) FROM slidewin.streams WHERE NOT builtin"
+)
 
 
 @pytest.fixture(scope="session")

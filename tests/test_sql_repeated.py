@@ -19,7 +19,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from db import sessions, streams
+from db import joins, sessions, streams
 from db.streams import Column
 from tests import store_fixtures
 from tests.store_fixtures import at, put
@@ -166,6 +166,31 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                              "%s, %s)", (4, 2, 10), False),
     "stream_nibble": ("SELECT slidewin.stream_nibble('sensors', %s, 10)", (at(0),), False),
     "stream_time": ("SELECT slidewin.stream_time()", (), False),
+    "join_get": ("SELECT (slidewin.join_get(%s)).kind", ("sp",), False),
+    "join_column_type": ("SELECT slidewin.join_column_type(s, %s, 'on') FROM slidewin.streams s "
+                         "WHERE name = 'sensors'", ("v",), False),
+    "join_index": ("SELECT slidewin.join_index('sensors', %s)", ("k",), False),
+    "join_tables": ("SELECT slidewin.join_tables(j.name) FROM (SELECT (slidewin.join_define(%s, "
+                    "'sensors', 'parcels', 'k', p_kind => 'rows', p_n_rows => 2)).name) j",
+                    lambda i: (f"jt{i}",), True),
+    "join_sql": ("SELECT slidewin.join_sql(%s)", ("sp",), False),
+    "join_triggers": ("SELECT slidewin.join_triggers(%s)", ("sensors",), False),
+    "join_watermark": ("SELECT slidewin.join_watermark(j, %s) FROM slidewin.joins j "
+                       "WHERE name = 'sp'", (at(40),), False),
+    "join_advance": ("SELECT slidewin.join_advance(%s, %s)", ("sp", at(40)), False),
+    "joins_advance": ("SELECT slidewin.joins_advance(%s, %s)", (None, at(40)), False),
+    "join_backfill": ("SELECT slidewin.join_backfill(%s, %s)", ("sp", at(40)), False),
+    "join_define": ("SELECT (slidewin.join_define(%s, 'sensors', 'parcels', 'k', "
+                    "p_join_type => 'left', p_before => '1 s')).name", lambda i: (f"jd{i}",), True),
+    "join_status": ("SELECT * FROM slidewin.join_status(%s)", ("sp",), False),
+    "join_show": ("SELECT * FROM slidewin.join_show(%s, %s, %s, 50)", ("sp", at(0), at(60)),
+                  False),
+    "join_since": ("SELECT * FROM slidewin.join_since(%s, 0, 50)", ("sp",), False),
+    "join_exact": ("SELECT * FROM slidewin.join_exact(%s, %s, %s) ORDER BY 1, 2, 3, 4",
+                   ("sp", at(0), at(60)), False),
+    "join_nibble": ("SELECT slidewin.join_nibble(%s, %s, 10)", ("sp", at(0)), False),
+    "join_drop": ("SELECT slidewin.join_drop((slidewin.join_define(%s, 'sensors', 'parcels', "
+                  "'k')).name)", lambda i: (f"jx{i}",), True),
     "tumbling": ("SELECT * FROM slidewin.tumbling(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "window_avg": ("SELECT slidewin.window_avg(%s, %s)", (30, at(40)), False),
     "window_max": ("SELECT slidewin.window_max(%s, %s)", (30, at(40)), False),
@@ -181,7 +206,7 @@ UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets"}
 # run by the statements above rather than called: triggers, and the job store's own
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
-            "stream_rollups_on_truncate"}
+            "stream_rollups_on_truncate", "joins_on_insert", "join_check_history"}
 
 
 @pytest.fixture
@@ -197,6 +222,14 @@ def busy(sconn: psycopg.Connection) -> psycopg.Connection:
                   "SELECT 'k' || (i %% 3), %s + i * interval '1.5 s', i / 7.0, i FROM "
                   "generate_series(0, 40) i", (at(0),))
     sconn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, %s)", (at(40), at(40), S))
+    streams.define(sconn, "parcels", key="p", time="ts", history=60 * S,
+                   columns=[Column("p", "text"), Column("k", "text")])
+    sconn.execute("INSERT INTO slidewin_streams.parcels (p, k, ts) SELECT 'p' || i, "
+                  "'k' || (i %% 4), %s + i * interval '2 s' FROM generate_series(0, 20) i",
+                  (at(0),))
+    sconn.execute("SELECT slidewin.ingest_advance('parcels', %s, %s, %s)", (at(40), at(40), S))
+    joins.define(sconn, "sp", left="sensors", right="parcels", on="k", join_type="full",
+                 before=5 * S, after=3 * S, now=at(40))
     return sconn
 
 

@@ -1,0 +1,122 @@
+-- slidewin.join_sql(name): generate, once per definition, the statements a join runs and store
+-- them on its registry row (so that the trigger and slidewin.join_advance never rebuild them):
+--   pair_left_sql / pair_right_sql  ($1: W before the batch) the new rows of one side (the
+--       trigger's transition table new_rows) paired with the other side's stored rows through its
+--       (on, time) index, leaving out records late for the join;
+--   late_left_sql / late_right_sql  ($1: W) the new rows older than W, recorded as late;
+--   final_left_sql / final_right_sql  ($1, $2: a range of record times) the outer rows that became
+--       final: records in the range with no pair and not late;
+--   show_sql  ($1, $2: a time range) seq, ts, emitted_at, l, r (jsonb) of the join's answers.
+-- Every identifier goes through format('%I').
+CREATE OR REPLACE FUNCTION slidewin.join_sql(p_name text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_j   slidewin.joins := slidewin.join_get(p_name);
+    v_l   slidewin.streams := slidewin.stream_get(v_j.left_stream);
+    v_r   slidewin.streams := slidewin.stream_get(v_j.right_stream);
+    v_res text := format('slidewin_joins.%I', v_j.name);
+    v_late text := format('slidewin_joins.%I', v_j.name || '#late');
+    v_lt  text := quote_ident(v_l.time_column);
+    v_rt  text := quote_ident(v_r.time_column);
+    v_lk  text := quote_ident(v_l.key_column);
+    v_rk  text := quote_ident(v_r.key_column);
+    v_lon text := quote_ident(v_j.left_on);
+    v_ron text := quote_ident(v_j.right_on);
+    v_ltarget text;
+    v_rtarget text;
+    v_ljson text;
+    v_rjson text;
+    v_before text := quote_literal(v_j.before) || '::interval';
+    v_after  text := quote_literal(v_j.after) || '::interval';
+    v_kind text := CASE v_j.join_type WHEN 'left' THEN 'LEFT JOIN' ELSE 'JOIN' END;
+BEGIN
+    SELECT string_agg(format('%I', 'l_' || c), ', '),
+           'jsonb_build_object(' || string_agg(format('%L, %%1$s.%I', c, c), ', ') || ')'
+      INTO v_ltarget, v_ljson FROM unnest(v_j.select_left) c;
+    SELECT string_agg(format('%I', 'r_' || c), ', '),
+           'jsonb_build_object(' || string_agg(format('%L, %%1$s.%I', c, c), ', ') || ')'
+      INTO v_rtarget, v_rjson FROM unnest(v_j.select_right) c;
+    IF v_j.kind = 'interval' THEN
+        UPDATE slidewin.joins SET
+            pair_left_sql = format(
+                'INSERT INTO %s (ts, %s, %s) SELECT greatest(n.%s, r.%s), %s, %s '
+                'FROM new_rows n JOIN slidewin_streams.%I r ON r.%s = n.%s '
+                'AND r.%s BETWEEN n.%s - %s AND n.%s + %s '
+                'WHERE ($1::timestamptz IS NULL OR n.%s >= $1) AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text) ON CONFLICT DO NOTHING',
+                v_res, v_ltarget, v_rtarget, v_lt, v_rt,
+                (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_left) c),
+                (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
+                v_r.name, v_ron, v_lon, v_rt, v_lt, v_before, v_lt, v_after, v_lt, v_late,
+                v_rt, v_rk),
+            pair_right_sql = format(
+                'INSERT INTO %s (ts, %s, %s) SELECT greatest(l.%s, n.%s), %s, %s '
+                'FROM new_rows n JOIN slidewin_streams.%I l ON l.%s = n.%s '
+                'AND l.%s BETWEEN n.%s - %s AND n.%s + %s '
+                'WHERE ($1::timestamptz IS NULL OR n.%s >= $1) AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text) ON CONFLICT DO NOTHING',
+                v_res, v_ltarget, v_rtarget, v_lt, v_rt,
+                (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
+                (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_right) c),
+                v_l.name, v_lon, v_ron, v_lt, v_rt, v_after, v_rt, v_before, v_rt, v_late,
+                v_lt, v_lk),
+            late_left_sql = format(
+                'INSERT INTO %s (side, ts, key) SELECT ''l'', n.%s, n.%s::text FROM new_rows n '
+                'WHERE n.%s < $1 ON CONFLICT DO NOTHING', v_late, v_lt, v_lk, v_lt),
+            late_right_sql = format(
+                'INSERT INTO %s (side, ts, key) SELECT ''r'', n.%s, n.%s::text FROM new_rows n '
+                'WHERE n.%s < $1 ON CONFLICT DO NOTHING', v_late, v_rt, v_rk, v_rt),
+            final_left_sql = format(
+                'INSERT INTO %s (ts, %s) SELECT l.%s, %s FROM slidewin_streams.%I l '
+                'WHERE l.%s >= $1 AND l.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
+                'WHERE j.%I = l.%s AND j.%I = l.%s) AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text) ON CONFLICT DO NOTHING',
+                v_res, v_ltarget, v_lt,
+                (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
+                v_l.name, v_lt, v_lt, v_res, 'l_' || v_l.time_column, v_lt,
+                'l_' || v_l.key_column, v_lk, v_late, v_lt, v_lk),
+            final_right_sql = format(
+                'INSERT INTO %s (ts, %s) SELECT r.%s, %s FROM slidewin_streams.%I r '
+                'WHERE r.%s >= $1 AND r.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
+                'WHERE j.%I = r.%s AND j.%I = r.%s) AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text) ON CONFLICT DO NOTHING',
+                v_res, v_rtarget, v_rt,
+                (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
+                v_r.name, v_rt, v_rt, v_res, 'r_' || v_r.time_column, v_rt,
+                'r_' || v_r.key_column, v_rk, v_late, v_rt, v_rk),
+            show_sql = format(
+                'SELECT j.seq, j.ts, j.emitted_at, CASE WHEN j.%I IS NULL THEN NULL ELSE %s END AS l, '
+                'CASE WHEN j.%I IS NULL THEN NULL ELSE %s END AS r FROM %s j '
+                'WHERE j.ts >= $1 AND j.ts < $2',
+                'l_' || v_l.time_column,
+                (SELECT 'jsonb_build_object(' || string_agg(format('%L, j.%I', c, 'l_' || c), ', ')
+                        || ')' FROM unnest(v_j.select_left) c),
+                'r_' || v_r.time_column,
+                (SELECT 'jsonb_build_object(' || string_agg(format('%L, j.%I', c, 'r_' || c), ', ')
+                        || ')' FROM unnest(v_j.select_right) c),
+                v_res)
+        WHERE name = v_j.name;
+    ELSIF v_j.kind = 'asof' THEN
+        UPDATE slidewin.joins SET show_sql = format(
+            'SELECT NULL::bigint AS seq, l.%s AS ts, NULL::timestamptz AS emitted_at, %s AS l, '
+            'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM slidewin_streams.%I l '
+            '%s LATERAL (SELECT * FROM slidewin_streams.%I w WHERE w.%s = l.%s AND w.%s <= l.%s '
+            'ORDER BY w.%s DESC LIMIT 1) r ON true WHERE l.%s >= $1 AND l.%s < $2',
+            v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_l.name, v_kind, v_r.name,
+            v_ron, v_lon, v_rt, v_lt, v_rt, v_lt, v_lt)
+        WHERE name = v_j.name;
+    ELSE
+        UPDATE slidewin.joins SET show_sql = format(
+            'SELECT NULL::bigint AS seq, l.%s AS ts, NULL::timestamptz AS emitted_at, %s AS l, '
+            'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM slidewin_streams.%I l '
+            '%s LATERAL (SELECT * FROM (SELECT * FROM slidewin_streams.%I w WHERE w.%s <= l.%s '
+            'ORDER BY w.%s DESC, w.%s DESC LIMIT %s) w WHERE w.%s = l.%s) r ON true '
+            'WHERE l.%s >= $1 AND l.%s < $2',
+            v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_l.name, v_kind, v_r.name,
+            v_rt, v_lt, v_rt, v_rk, v_j.n_rows, v_ron, v_lon, v_lt, v_lt)
+        WHERE name = v_j.name;
+    END IF;
+END
+$$;
