@@ -103,9 +103,9 @@ BEGIN
             'SELECT NULL::bigint AS seq, l.%s AS ts, NULL::timestamptz AS emitted_at, %s AS l, '
             'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM slidewin_streams.%I l '
             '%s LATERAL (SELECT * FROM slidewin_streams.%I w WHERE w.%s = l.%s AND w.%s <= l.%s '
-            'ORDER BY w.%s DESC LIMIT 1) r ON true WHERE l.%s >= $1 AND l.%s < $2',
+            'ORDER BY w.%s DESC, w.%s DESC LIMIT 1) r ON true WHERE l.%s >= $1 AND l.%s < $2',
             v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_l.name, v_kind, v_r.name,
-            v_ron, v_lon, v_rt, v_lt, v_rt, v_lt, v_lt)
+            v_ron, v_lon, v_rt, v_lt, v_rt, v_rk, v_lt, v_lt)
         WHERE name = v_j.name;
     ELSE
         UPDATE slidewin.joins SET show_sql = format(
