@@ -36,7 +36,7 @@ from typing import TypeVar
 
 import psycopg
 
-from db import sessions, streams
+from db import joins, sessions, streams
 from db.clock import Clock, utc_now
 from db.connect import ThreadConnections
 from db.retention import nibble, partition_keys, row_targets
@@ -204,6 +204,25 @@ def nibble_streams(
             n = streams.nibble(conn, stream.name, now, chunk)
             if n:
                 deleted[stream.name] = deleted.get(stream.name, 0) + n
+            if n < chunk:
+                break
+    return deleted
+
+
+def tick_joins(
+    conn: psycopg.Connection, now: datetime, chunk: int, max_rounds: int = 1000
+) -> dict[str, int]:
+    """The joins' share of the job: move every interval join's W (an input gone idle stops
+    holding it back, so outer rows become final without new data), then delete, in calls of at
+    most ``chunk`` rows, the results whose inputs have both aged out; the rows deleted per join
+    (joins with nothing due left out)."""
+    joins.advance(conn, now)
+    deleted: dict[str, int] = {}
+    for join in joins.list_joins(conn):
+        for _ in range(max_rounds):
+            n = joins.nibble(conn, join.name, now, chunk)
+            if n:
+                deleted[join.name] = deleted.get(join.name, 0) + n
             if n < chunk:
                 break
     return deleted

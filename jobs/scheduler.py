@@ -43,6 +43,7 @@ from jobs.retention import (
     expire_sessions,
     nibble_streams,
     run_until_caught_up,
+    tick_joins,
 )
 from jobs.runs import JobRun, record_run
 from jobs.status import no_jit, retention_lag
@@ -200,6 +201,7 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
         vacuum.nudge()
     expired = expire_sessions(conn, policy.chunk, MAX_ROUNDS) if not result.skipped else 0
     by_stream = nibble_streams(conn, rt.clock(), policy.chunk, MAX_ROUNDS)
+    by_join = tick_joins(conn, rt.clock(), policy.chunk, MAX_ROUNDS)
     vacuumed, vacuum_ms = vacuum.drain()
     finished = rt.clock()
     run = _retention_run(name, started, finished, result, vacuumed, vacuum_ms)
@@ -207,13 +209,17 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
         run = replace(run, detail={**run.detail, "sessions_expired": expired})
     if by_stream:
         run = replace(run, detail={**run.detail, "streams_deleted": by_stream})
+    if by_join:
+        run = replace(run, detail={**run.detail, "joins_deleted": by_join})
     record_run(conn, run)
-    if result.total or vacuumed or expired or by_stream:
+    if result.total or vacuumed or expired or by_stream or by_join:
         took = timedelta(seconds=time.monotonic() - began)
         line = _round_line(name, result, took, vacuumed)
         line += f"; {expired} sessions past their retention deleted" if expired else ""
         line += "".join(f"; stream {s}: {n} rows past its history deleted"
                         for s, n in sorted(by_stream.items()))
+        line += "".join(f"; join {j}: {n} results past both inputs' history deleted"
+                        for j, n in sorted(by_join.items()))
         rt.report(line)
 
 

@@ -377,3 +377,21 @@ def test_show_is_newest_first_and_says_what_is_final(conn: psycopg.Connection) -
     assert [a.final for a in answers] == [False, True, True]  # W = 40 s
     assert [a.seq for a in joins.since(conn, "j", answers[-1].seq or 0)] == sorted(
         a.seq for a in answers[:2] if a.seq)
+
+
+def test_the_retention_jobs_tick_finalizes_an_idle_join_and_ages_its_results(
+    conn: psycopg.Connection,
+) -> None:
+    from jobs.retention import tick_joins
+
+    declare(conn, history=timedelta(minutes=1))
+    joins.define(conn, "j", left="orders", right="shipments", on="k", join_type="left",
+                 after=1 * S, idle=timedelta(seconds=30))
+    batch(conn, "shipments", [("s", "b", at(0))], at(0))
+    batch(conn, "orders", [("o", "a", at(10)), ("o2", "a", at(20))], at(0))
+    assert tick_joins(conn, at(10), chunk=1) == {}
+    assert pairs_of(conn, "j") == set()
+    assert tick_joins(conn, at(31), chunk=1) == {}  # shipments idle: W = 20 s
+    assert pairs_of(conn, "j") == {("o", None)}
+    assert tick_joins(conn, at(10) + timedelta(minutes=1, seconds=1), chunk=1) == {"j": 1}
+    assert pairs_of(conn, "j") == set()
