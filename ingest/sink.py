@@ -191,8 +191,8 @@ def write_batch(
         result = replace(result, spark_rollups=spark_rollups,
                          session_s=_session_seconds(conn) - sessions_before)
         _record_times(conn, query_id, batch_id, time.monotonic() - started, result.session_s)
-        _fault("before_commit", batch_id)
-    _fault("after_commit", batch_id)
+        crash_point("before_commit", batch_id)
+    crash_point("after_commit", batch_id)
     return replace(result, seconds=time.monotonic() - started)
 
 
@@ -594,7 +594,7 @@ def _copy(conn: psycopg.Connection, statement: str, data: bytes) -> None:
         copy.write(data)
 
 
-def _fault(point: str, batch_id: int) -> None:
+def crash_point(point: str, batch_id: int) -> None:
     """Crash-test hook: die with SIGKILL at ``point`` of the first batch when asked to."""
     if batch_id == 0 and os.environ.get(FAULT_ENV) == point:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -34,7 +34,7 @@ from psycopg import sql
 
 from db.connect import procedure_errors
 from db.streams import Stream, get_stream
-from ingest.sink import BatchResult, claim_batch
+from ingest.sink import BatchResult, claim_batch, crash_point
 from ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
 from ingest.typed_arrow import csv_bytes
 
@@ -97,6 +97,8 @@ def write_stream_batch(
             (result.rows_in, result.accepted, result.duplicates, result.rejected,
              result.max_ts, seconds, query_id, batch_id),
         )
+        crash_point("before_commit", batch_id)
+    crash_point("after_commit", batch_id)
     return replace(result, seconds=time.monotonic() - started, compute_s=parse_s)
 
 
