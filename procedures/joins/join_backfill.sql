@@ -1,5 +1,5 @@
 -- slidewin.join_backfill(name, now): pair the records both streams of a new interval join hold
--- already (one join of the two tables through the right stream's (on, time) index), then move W
+-- already (one hash join of the two tables), then move W
 -- and write the outer rows already final. Run once by slidewin.join_define; its cost grows with
 -- the streams, like building an index.
 CREATE OR REPLACE FUNCTION slidewin.join_backfill(p_name text, p_now timestamptz)
@@ -12,7 +12,7 @@ DECLARE
 BEGIN
     EXECUTE replace(v_j.pair_left_sql, 'FROM new_rows n ',
                     format('FROM slidewin_streams.%I n ', v_j.left_stream))
-      USING NULL::timestamptz;
+      USING NULL::timestamptz, '-infinity'::timestamptz, 'infinity'::timestamptz;
     GET DIAGNOSTICS v_pairs = ROW_COUNT;
     UPDATE slidewin.joins SET pairs = pairs + v_pairs WHERE name = v_j.name;
     PERFORM slidewin.join_advance(p_name, p_now);

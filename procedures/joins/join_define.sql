@@ -4,9 +4,10 @@
 --
 -- kind 'interval' (maintained): l.left_on = r.right_on AND r.time BETWEEN l.time - before AND
 -- l.time + after, both ends inclusive; join_type inner, left, right or full. Creates its results
--- slidewin_joins.<name> and late records slidewin_joins."<name>#late", an (on, time) index on each
--- stream and the streams' joins_on_insert trigger, then pairs the rows both streams hold already
--- (a one-time cost that grows with them, like CREATE INDEX) and emits the outer rows already final.
+-- slidewin_joins.<name> and late records slidewin_joins."<name>#late" and the streams'
+-- joins_on_insert trigger, then pairs the rows both streams hold already (a one-time cost that
+-- grows with them, like CREATE INDEX) and emits the outer rows already final. An asof join gets an
+-- (on, time) index on the right stream (its lookup per left record).
 -- kind 'rows': the n_rows newest right records at or before each left record's time, matched on
 -- the on-columns (Samza's OVER (ROWS n PRECEDING)); kind 'asof': the right stream's newest record
 -- for the key at or before the left record's time. Both read the streams when asked (inner or
@@ -134,9 +135,9 @@ BEGIN
             CASE WHEN p_kind = 'interval' THEN p_before ELSE interval '0' END,
             CASE WHEN p_kind = 'interval' THEN p_after ELSE interval '0' END,
             p_grace, p_idle, p_n_rows, v_sl, v_sr);
-    PERFORM slidewin.join_index(p_right, p_right_on);
-    IF p_kind = 'interval' THEN
-        PERFORM slidewin.join_index(p_left, p_left_on);
+    IF p_kind = 'asof' THEN
+        PERFORM slidewin.join_index(p_right, p_right_on);
+    ELSIF p_kind = 'interval' THEN
         PERFORM slidewin.join_tables(p_name);
     END IF;
     PERFORM slidewin.join_sql(p_name);

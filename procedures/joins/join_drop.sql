@@ -1,5 +1,5 @@
 -- slidewin.join_drop(name): remove a join -- its results, late records and registry row -- and,
--- from its streams, the trigger and (on, time) indexes no other join uses, in one transaction.
+-- from its streams, the trigger and the (on, time) index no other join uses, in one transaction.
 -- The streams and their rows stay. Returns the results it held.
 CREATE OR REPLACE FUNCTION slidewin.join_drop(p_name text)
 RETURNS bigint
@@ -8,8 +8,6 @@ AS $$
 DECLARE
     v_j    slidewin.joins := slidewin.join_get(p_name);
     v_rows bigint := 0;
-    v_s    text;
-    v_c    text;
 BEGIN
     PERFORM 1 FROM slidewin.streams WHERE name IN (v_j.left_stream, v_j.right_stream)
       ORDER BY name FOR UPDATE;
@@ -19,15 +17,13 @@ BEGIN
                        v_j.name || '#late');
     END IF;
     DELETE FROM slidewin.joins WHERE name = v_j.name;
-    FOR v_s, v_c IN VALUES (v_j.left_stream, v_j.left_on), (v_j.right_stream, v_j.right_on) LOOP
-        PERFORM slidewin.join_triggers(v_s);
-        IF NOT EXISTS (SELECT 1 FROM slidewin.joins
-                        WHERE (left_stream = v_s AND left_on = v_c)
-                           OR (right_stream = v_s AND right_on = v_c)) THEN
-            EXECUTE format('DROP INDEX IF EXISTS slidewin_streams.%I',
-                           v_s || '#on_' || left(md5(v_c), 8));
-        END IF;
-    END LOOP;
+    PERFORM slidewin.join_triggers(v_j.left_stream);
+    PERFORM slidewin.join_triggers(v_j.right_stream);
+    IF v_j.kind = 'asof' AND NOT EXISTS (SELECT 1 FROM slidewin.joins WHERE kind = 'asof'
+                     AND right_stream = v_j.right_stream AND right_on = v_j.right_on) THEN
+        EXECUTE format('DROP INDEX IF EXISTS slidewin_streams.%I',
+                       v_j.right_stream || '#on_' || left(md5(v_j.right_on), 8));
+    END IF;
     RETURN v_rows;
 END
 $$;

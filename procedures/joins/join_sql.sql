@@ -1,11 +1,14 @@
 -- slidewin.join_sql(name): generate, once per definition, the statements a join runs and store
 -- them on its registry row (so that the trigger and slidewin.join_advance never rebuild them):
---   pair_left_sql / pair_right_sql  ($1: W before the batch) the new rows of one side (the
---       trigger's transition table new_rows) paired with the other side's stored rows through its
---       (on, time) index, leaving out records late for the join;
+--   pair_left_sql / pair_right_sql  ($1: W before the batch; $2, $3: the other side's time range
+--       the new rows can match) the new rows of one side (the trigger's transition table
+--       new_rows) hashed against the other side's stored rows in that range, read through its
+--       time index -- a cost that follows the batch and its window, never the table -- leaving
+--       out records late for the join;
 --   late_left_sql / late_right_sql  ($1: W) the new rows older than W, recorded as late;
 --   final_left_sql / final_right_sql  ($1, $2: a range of record times) the outer rows that became
---       final: records in the range with no pair and not late;
+--       final: records in the range, not late, with no pair among the results whose ts can hold
+--       one (a pair's ts is within after -- right: before -- of the record's time);
 --   show_sql  ($1, $2: a time range) seq, ts, emitted_at, l, r (jsonb) of the join's answers.
 -- Every identifier goes through format('%I').
 CREATE OR REPLACE FUNCTION slidewin.join_sql(p_name text)
@@ -44,24 +47,26 @@ BEGIN
                 'INSERT INTO %s (ts, %s, %s) SELECT greatest(n.%s, r.%s), %s, %s '
                 'FROM new_rows n JOIN slidewin_streams.%I r ON r.%s = n.%s '
                 'AND r.%s BETWEEN n.%s - %s AND n.%s + %s '
-                'WHERE ($1::timestamptz IS NULL OR n.%s >= $1) AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text) ON CONFLICT DO NOTHING',
+                'WHERE r.%s >= $2 AND r.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
+                'AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text)',
                 v_res, v_ltarget, v_rtarget, v_lt, v_rt,
                 (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_left) c),
                 (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
-                v_r.name, v_ron, v_lon, v_rt, v_lt, v_before, v_lt, v_after, v_lt, v_late,
-                v_rt, v_rk),
+                v_r.name, v_ron, v_lon, v_rt, v_lt, v_before, v_lt, v_after, v_rt, v_rt, v_lt,
+                v_late, v_rt, v_rk),
             pair_right_sql = format(
                 'INSERT INTO %s (ts, %s, %s) SELECT greatest(l.%s, n.%s), %s, %s '
                 'FROM new_rows n JOIN slidewin_streams.%I l ON l.%s = n.%s '
                 'AND l.%s BETWEEN n.%s - %s AND n.%s + %s '
-                'WHERE ($1::timestamptz IS NULL OR n.%s >= $1) AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text) ON CONFLICT DO NOTHING',
+                'WHERE l.%s >= $2 AND l.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
+                'AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)',
                 v_res, v_ltarget, v_rtarget, v_lt, v_rt,
                 (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
                 (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_right) c),
-                v_l.name, v_lon, v_ron, v_lt, v_rt, v_after, v_rt, v_before, v_rt, v_late,
-                v_lt, v_lk),
+                v_l.name, v_lon, v_ron, v_lt, v_rt, v_after, v_rt, v_before, v_lt, v_lt, v_rt,
+                v_late, v_lt, v_lk),
             late_left_sql = format(
                 'INSERT INTO %s (side, ts, key) SELECT ''l'', n.%s, n.%s::text FROM new_rows n '
                 'WHERE n.%s < $1 ON CONFLICT DO NOTHING', v_late, v_lt, v_lk, v_lt),
@@ -71,20 +76,22 @@ BEGIN
             final_left_sql = format(
                 'INSERT INTO %s (ts, %s) SELECT l.%s, %s FROM slidewin_streams.%I l '
                 'WHERE l.%s >= $1 AND l.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
-                'WHERE j.%I = l.%s AND j.%I = l.%s) AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text) ON CONFLICT DO NOTHING',
+                'WHERE j.ts >= $1 AND j.ts < $2 + %s AND j.%I = l.%s AND j.%I = l.%s) '
+                'AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)',
                 v_res, v_ltarget, v_lt,
                 (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
-                v_l.name, v_lt, v_lt, v_res, 'l_' || v_l.time_column, v_lt,
+                v_l.name, v_lt, v_lt, v_res, v_after, 'l_' || v_l.time_column, v_lt,
                 'l_' || v_l.key_column, v_lk, v_late, v_lt, v_lk),
             final_right_sql = format(
                 'INSERT INTO %s (ts, %s) SELECT r.%s, %s FROM slidewin_streams.%I r '
                 'WHERE r.%s >= $1 AND r.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
-                'WHERE j.%I = r.%s AND j.%I = r.%s) AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text) ON CONFLICT DO NOTHING',
+                'WHERE j.ts >= $1 AND j.ts < $2 + %s AND j.%I = r.%s AND j.%I = r.%s) '
+                'AND NOT EXISTS (SELECT 1 FROM %s x '
+                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text)',
                 v_res, v_rtarget, v_rt,
                 (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
-                v_r.name, v_rt, v_rt, v_res, 'r_' || v_r.time_column, v_rt,
+                v_r.name, v_rt, v_rt, v_res, v_before, 'r_' || v_r.time_column, v_rt,
                 'r_' || v_r.key_column, v_rk, v_late, v_rt, v_rk),
             show_sql = format(
                 'SELECT j.seq, j.ts, j.emitted_at, CASE WHEN j.%I IS NULL THEN NULL ELSE %s END AS l, '

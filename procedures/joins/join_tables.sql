@@ -2,8 +2,10 @@
 --   slidewin_joins.<name>: one row per result -- seq (the order results were written: what
 --     --follow resumes from), ts (the later of the two records' times; an outer row's own record
 --     time), emitted_at (when it was written), then l_<column> and r_<column> for the columns
---     kept, NULL on the missing side of an outer row. Unique on both sides' (time, key), NULLs
---     equal: a result is written once, whatever replays.
+--     kept, NULL on the missing side of an outer row. Indexed on seq and ts only: each result is
+--     found once by construction (the join's lock, the streams' identity), and what an outer row
+--     must check -- is there a pair? -- is read through the ts index (a pair's ts is within
+--     before/after of its records').
 --   slidewin_joins."<name>#late": the records late for the join (side 'l' or 'r', time, key).
 CREATE OR REPLACE FUNCTION slidewin.join_tables(p_name text)
 RETURNS void
@@ -26,12 +28,6 @@ BEGIN
     EXECUTE format('CREATE TABLE slidewin_joins.%I (seq bigint GENERATED ALWAYS AS IDENTITY '
                    'PRIMARY KEY, ts timestamptz NOT NULL, emitted_at timestamptz NOT NULL '
                    'DEFAULT clock_timestamp(), %s)', v_j.name, v_defs);
-    EXECUTE format('CREATE UNIQUE INDEX %I ON slidewin_joins.%I (%I, %I, %I, %I) '
-                   'NULLS NOT DISTINCT', v_j.name || '#identity', v_j.name,
-                   'l_' || v_l.time_column, 'l_' || v_l.key_column,
-                   'r_' || v_r.time_column, 'r_' || v_r.key_column);
-    EXECUTE format('CREATE INDEX %I ON slidewin_joins.%I (%I, %I)', v_j.name || '#right',
-                   v_j.name, 'r_' || v_r.time_column, 'r_' || v_r.key_column);
     EXECUTE format('CREATE INDEX %I ON slidewin_joins.%I (ts)', v_j.name || '#ts', v_j.name);
     EXECUTE format('CREATE TABLE slidewin_joins.%I (side "char" NOT NULL CHECK (side IN '
                    '(''l'', ''r'')), ts timestamptz NOT NULL, key text NOT NULL, '

@@ -3,8 +3,9 @@
 -- lock its registry row -- batches of the two streams take turns, so of two records written
 -- concurrently the later transaction sees the earlier one's commit and pairs them, exactly once --
 -- then record the new rows older than W as late, pair the others with the other stream's stored
--- rows (pair_*_sql), count, and signal channel slidewin_joins with the join's name. Any insert
--- (the ingest's or a psql user's) is joined the same way.
+-- rows in the time range they can match (pair_*_sql: the batch's times widened by before and
+-- after), count, and signal channel slidewin_joins with the join's name. Any insert (the
+-- ingest's or a psql user's) is joined the same way.
 CREATE OR REPLACE FUNCTION slidewin.joins_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -14,7 +15,14 @@ DECLARE
     v_left  boolean;
     v_late  bigint;
     v_pairs bigint;
+    v_time  text := (SELECT time_column FROM slidewin.streams WHERE name = TG_ARGV[0]);
+    v_lo    timestamptz;
+    v_hi    timestamptz;
 BEGIN
+    EXECUTE format('SELECT min(%1$I), max(%1$I) FROM new_rows', v_time) INTO v_lo, v_hi;
+    IF v_lo IS NULL THEN
+        RETURN NULL;
+    END IF;
     FOR v_j IN SELECT * FROM slidewin.joins
                 WHERE kind = 'interval' AND TG_ARGV[0] IN (left_stream, right_stream)
                 ORDER BY name FOR UPDATE LOOP
@@ -25,8 +33,11 @@ BEGIN
               USING v_j.watermark;
             GET DIAGNOSTICS v_late = ROW_COUNT;
         END IF;
-        EXECUTE CASE WHEN v_left THEN v_j.pair_left_sql ELSE v_j.pair_right_sql END
-          USING v_j.watermark;
+        IF v_left THEN
+            EXECUTE v_j.pair_left_sql USING v_j.watermark, v_lo - v_j.before, v_hi + v_j.after;
+        ELSE
+            EXECUTE v_j.pair_right_sql USING v_j.watermark, v_lo - v_j.after, v_hi + v_j.before;
+        END IF;
         GET DIAGNOSTICS v_pairs = ROW_COUNT;
         UPDATE slidewin.joins
            SET pairs = pairs + v_pairs,
