@@ -7,6 +7,7 @@
 CREATE OR REPLACE FUNCTION slidewin.join_advance(p_name text, p_now timestamptz DEFAULT now())
 RETURNS timestamptz
 LANGUAGE plpgsql
+SET jit = off  -- compiling a batch's statements costs more than it saves
 AS $$
 DECLARE
     v_j     slidewin.joins;

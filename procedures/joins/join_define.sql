@@ -16,7 +16,8 @@
 -- grace below 0; a stream whose history is shorter than before + after + grace; a built-in or
 -- undeclared stream; one stream on both sides; on-columns of different types; an unknown column.
 -- select_left / select_right: the columns kept (NULL: all); each side's time and key are always
--- kept, as the result's identity.
+-- kept, as the result's identity. now: the clock of the idle rule (created_at: a stream with no
+-- data holds W back for idle after it).
 CREATE OR REPLACE FUNCTION slidewin.join_define(
     p_name text, p_left text, p_right text, p_left_on text, p_right_on text DEFAULT NULL,
     p_kind text DEFAULT 'interval', p_join_type text DEFAULT 'inner',
@@ -130,11 +131,11 @@ BEGIN
     END IF;
     INSERT INTO slidewin.joins (name, kind, join_type, left_stream, right_stream, left_on,
                                 right_on, before, after, grace, idle, n_rows, select_left,
-                                select_right)
+                                select_right, created_at)
     VALUES (p_name, p_kind, p_join_type, p_left, p_right, p_left_on, p_right_on,
             CASE WHEN p_kind = 'interval' THEN p_before ELSE interval '0' END,
             CASE WHEN p_kind = 'interval' THEN p_after ELSE interval '0' END,
-            p_grace, p_idle, p_n_rows, v_sl, v_sr);
+            p_grace, p_idle, p_n_rows, v_sl, v_sr, coalesce(p_now, now()));
     IF p_kind = 'asof' THEN
         PERFORM slidewin.join_index(p_right, p_right_on);
     ELSIF p_kind = 'interval' THEN

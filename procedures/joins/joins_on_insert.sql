@@ -9,6 +9,7 @@
 CREATE OR REPLACE FUNCTION slidewin.joins_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql
+SET jit = off  -- compiling a batch's statements costs more than it saves
 AS $$
 DECLARE
     v_j     slidewin.joins;
