@@ -126,7 +126,7 @@ def test_a_tiny_run_reports_every_figure_and_exact_results(pg_admin_dsn, monkeyp
     assert doc["exact_matches_generator"] is True
     assert doc["results_missing"] == 0 and doc["results_extra"] == 0
     assert doc["orders_stored"] == doc["shipments_stored"] == 2002 and doc["dead_letters"] == 0
-    assert doc["late_left"] == doc["late_right"] == 0
+    assert doc["late_left"] == doc["late_right"] == 0 and doc["complete_past_every_record"]
     # the seed order's outer row is the one result the plain Spark peer cannot have
     assert doc["result_count"] == doc["exact_count"] == doc["reference_count"] + 1
     assert doc["exact"]["pairs"] > 0 and doc["exact"]["left_only"] > 0

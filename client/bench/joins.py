@@ -85,6 +85,8 @@ RIGHT_COLUMNS = (Column("shipment_id", "text"), Column("customer", "text"),
                  Column("weight", "double precision"), Column("ts", "timestamptz"))
 SHOW_LIMIT = 20  # the default limit of `slidewin joins show`
 SPARK_TYPES = {"text": "string", "double precision": "double", "timestamptz": "timestamp"}
+# in this order in the first run: the plain Spark runs are compared with the first run with the
+# join
 VARIANTS = ("without", "with", "plain_spark")
 # tests: called with each store with the join, the range its results were compared over and
 # the comparison
@@ -475,6 +477,7 @@ class _Data:
     left: Side
     right: Side
     start: datetime  # the first generated record's time (the seeds lie a second before)
+    newest: datetime  # the newest generated record's time
     end: datetime  # the sentinels' time: every record before it is checked
     expected: dict[str, int]  # the join's pairs and outer rows of its type, from the records
 
@@ -488,9 +491,8 @@ def _generate(work: Path, opts: JoinBenchOptions, progress: Callable[[str], None
     right = make_side("s", opts.events, opts.keys, start, opts.rate, share=opts.disorder_share,
                       disorder=opts.disorder,
                       file_span=timedelta(seconds=opts.rows_per_file / opts.rate), seed=22)
-    end = datetime.fromtimestamp(
-        max(left.ts_us.max(), right.ts_us.max()) / 1e6, UTC) + opts.sentinel_after
-    end = end.replace(microsecond=0)
+    newest = datetime.fromtimestamp(max(left.ts_us.max(), right.ts_us.max()) / 1e6, UTC)
+    end = (newest + opts.sentinel_after).replace(microsecond=0)
     for name, side in ((LEFT, left), (RIGHT, right)):
         last = pa.concat_tables([side.table, sentinel(side, f"end-{name}", end, f"end-{name}")])
         write_landing(last, work / "landing" / name, opts.bench())
@@ -499,7 +501,7 @@ def _generate(work: Path, opts: JoinBenchOptions, progress: Callable[[str], None
         counts["left_only"] = 0
     if opts.join_type not in ("right", "full"):
         counts["right_only"] = 0
-    return _Data(left, right, start, end, counts)
+    return _Data(left, right, start, newest, end, counts)
 
 
 def _landing_copy(work: Path, name: str, files: int | None = None) -> str:
@@ -525,12 +527,16 @@ def run_bench(admin: str, opts: JoinBenchOptions, progress: Callable[[str], None
     try:
         data = _generate(work, opts, progress)
         seconds: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        # the comparisons of each run; "reference": the exact answer of the first run with the
+        # join over the generated records (the plain Spark runs are compared with it)
         found: dict[str, Any] = {"matches": [], "peer": []}
         spark = build_session(opts.master)
         try:
             progress("warming Spark up (one small run, not counted)")
             _ingest(spark, admin, work, opts, data, "without", _landing_copy(work, "warm", 2),
                     found, None)
+            if opts.plain_spark:
+                _peer(spark, admin, work, _landing_copy(work, "warm-peer", 2), opts, None)
             variants = VARIANTS if opts.plain_spark else VARIANTS[:2]
             for r in range(opts.runs):
                 for variant in variants if r % 2 == 0 else tuple(reversed(variants)):
@@ -568,7 +574,7 @@ def _ingest(spark: SparkSession, admin: str, work: Path, opts: JoinBenchOptions,
             with psycopg.connect(store, autocommit=True) as conn:
                 found["matches"].append(_check_join(conn, opts, data, found, check))
                 if last:
-                    found.update(show_times(conn, data.start, data.end, opts.shows))
+                    found.update(show_times(conn, data.start, data.newest, opts.shows))
     return took
 
 
@@ -583,7 +589,9 @@ def _check_join(conn: psycopg.Connection, opts: JoinBenchOptions, data: _Data,
     result["exact_shape"] = shape(reference)
     result["exact_matches_generator"] = result["exact_shape"] == data.expected
     status = joins.status(conn, JOIN)
-    result.update(late_left=status.late_left, late_right=status.late_right, **_stored(conn))
+    result.update(late_left=status.late_left, late_right=status.late_right, **_stored(conn),
+                  complete_past_every_record=bool(status.complete_up_to
+                                                  and status.complete_up_to > data.newest))
     found.setdefault("reference", reference)
     if check is not None:
         check(conn, seeds, data.end, result)
@@ -603,10 +611,18 @@ def _stored(conn: psycopg.Connection) -> dict[str, int]:
 
 
 def _peer(spark: SparkSession, admin: str, work: Path, land: str, opts: JoinBenchOptions,
-          found: dict[str, Any]) -> float:
+          found: dict[str, Any] | None) -> float:
+    """One run of the plain Spark join over ``land``; its answer compared with the exact
+    answer of the first run with the join (which the alternating order runs before it)."""
     with scratch_database(admin) as target:
         took = plain_spark_join(spark, work / land, work / f"{land}-checkpoint", target, opts)
-        found["peer"].append(plain_spark_answer(target))
+        if found is not None:
+            answer, reference = plain_spark_answer(target), found["reference"]
+            found["peer"].append({
+                "match": answer == reference, "count": sum(answer.values()),
+                "shape": shape(answer), "missing": sum((reference - answer).values()),
+                "extra": sum((answer - reference).values()),
+                "reference_count": sum(reference.values())})
     return took
 
 
@@ -638,6 +654,8 @@ def _report(opts: JoinBenchOptions, data: _Data, seconds: dict[str, list[float]]
         "results_missing": last.get("missing"), "results_extra": last.get("extra"),
         "generated": data.expected, "exact": last.get("exact_shape"),
         "late_left": last.get("late_left"), "late_right": last.get("late_right"),
+        "complete_past_every_record": bool(matches) and all(
+            m["complete_past_every_record"] for m in matches),
         "orders_stored": last.get("orders_stored"),
         "shipments_stored": last.get("shipments_stored"),
         "dead_letters": last.get("dead_letters"),
@@ -646,16 +664,13 @@ def _report(opts: JoinBenchOptions, data: _Data, seconds: dict[str, list[float]]
                 "joins_show_calls", "joins_show_rows_median"):
         report[key] = found.get(key)
     if found["peer"]:
-        reference: Counter = found["reference"]
-        reference_count = sum(reference.values())
+        peer = found["peer"][-1]
         report.update({
             "plain_spark_join_seconds": round(med["plain_spark"], 2),
-            "plain_spark_result_count": sum(found["peer"][-1].values()),
-            "plain_spark_results_match": all(p == reference for p in found["peer"]),
-            "plain_spark_shape": shape(found["peer"][-1]),
-            "plain_spark_missing": sum((reference - found["peer"][-1]).values()),
-            "plain_spark_extra": sum((found["peer"][-1] - reference).values()),
-            "reference_count": reference_count,
+            "plain_spark_result_count": peer["count"],
+            "plain_spark_results_match": all(p["match"] for p in found["peer"]),
+            "plain_spark_shape": peer["shape"], "plain_spark_missing": peer["missing"],
+            "plain_spark_extra": peer["extra"], "reference_count": peer["reference_count"],
             "speedup_vs_plain_spark_join": round(med["plain_spark"] / med["with"], 3),
         })
     report["notes"] = NOTES
