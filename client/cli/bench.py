@@ -12,6 +12,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "The simulator's event rate and its watchers' cost to the ingest."),
     "ingest": ("client.cli.bench_ingest:bench_ingest",
                "COPY limit, end-to-end ingest, freshness and driver memory."),
+    "joins": ("client.cli.bench_joins:bench_joins",
+              "Two streams ingested with and without an interval join; its exactness."),
     "queries": ("client.cli.bench_queries:bench_queries",
                 "Window queries, max, nibbles and COPY against raw scans."),
     "retention": ("client.cli.bench_retention:bench_retention",
@@ -36,4 +38,5 @@ def bench() -> None:
       slidewin bench ingest --events 1M
       slidewin bench windows --json
       slidewin bench sessions --json
+      slidewin bench joins --json
     """
