@@ -15,6 +15,7 @@ from psycopg import sql
 
 CHANNEL = "slidewin_rollups"
 STREAMS_CHANNEL = "slidewin_streams"
+JOINS_CHANNEL = "slidewin_joins"  # payload: the join's name (results written, W moved)
 INSERT = "insert"
 DELETE = "delete"
 
@@ -30,8 +31,9 @@ class RollupChanges:
     def __init__(self, conn: psycopg.Connection, channel: str = CHANNEL,
                  payload: str | None = None) -> None:
         """``channel``/``payload``: a declared stream's inserts notify channel
-        ``slidewin_streams`` with the stream's name (``STREAMS_CHANNEL``); other payloads are
-        ignored."""
+        ``slidewin_streams`` with the stream's name (``STREAMS_CHANNEL``), a join's results and
+        watermark channel ``slidewin_joins`` with the join's name (``JOINS_CHANNEL``); other
+        payloads are ignored."""
         if not conn.autocommit:
             raise ValueError("RollupChanges needs an autocommit connection")
         self.conn, self.channel, self.payload = conn, channel, payload

@@ -34,3 +34,16 @@ def parse_count(text: str, *, name: str = "count") -> int:
     if value != int(value):
         raise ConfigError(f"{name} {text!r} is not a whole number of rows; use e.g. 1500 or 1.5k")
     return int(value)
+
+
+def format_duration(d: timedelta) -> str:
+    """A duration as people type it and ``parse_duration`` reads it back: 0s, 1500ms, 90s, 2m,
+    1h, 7d (the largest unit that divides it; a fraction of a millisecond in seconds)."""
+    micros = round(d / timedelta(microseconds=1))
+    if micros == 0:
+        return "0s"
+    for unit, size in (("d", 86_400_000_000), ("h", 3_600_000_000), ("m", 60_000_000),
+                       ("s", 1_000_000), ("ms", 1_000)):
+        if micros % size == 0:
+            return f"{micros // size}{unit}"
+    return f"{micros / 1_000_000:.6f}".rstrip("0") + "s"
