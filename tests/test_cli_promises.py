@@ -116,6 +116,9 @@ BAD_VALUES = [
     (("demo",), ["--ratelimit", "lots"], "--ratelimit"),
     (("query", "avg"), ["--seconds", "x"], "--seconds"),
     (("jobs", "add", "retention"), ["--history", "soon"], "--history"),
+    (("joins", "add"), ["j", "--left", "a", "--right", "b", "--on", "id", "--within", "2x"],
+     "--within"),
+    (("joins", "show"), ["j", "--emit", "sometimes"], "--emit"),
     (("db", "init"), ["extra"], "extra"),
     (("bench", "sessions"), ["--keys", "10", "--events", "5"], "--keys"),  # raised by the command
 ]

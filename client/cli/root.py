@@ -177,6 +177,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("client.cli.ingest:ingest_command",
                "Stream landing files into the store, exactly once (Spark)."),
     "jobs": ("client.cli.jobs:jobs", "Scheduled retention, view refresh and stats."),
+    "joins": ("client.cli.joins:joins_group",
+              "Join two declared streams: in a time window, by rows, as of."),
     "query": ("client.cli.query:query", "Ask windowed questions (max, avg) of the rollups."),
     "streams": ("client.cli.streams:streams_group",
                 "Declare your own streams: named, typed columns and measures."),
