@@ -149,6 +149,13 @@ def test_add_list_show_and_drop(store):
                                 "1", "2026-01-01", "12:00:30", "s1", "1", "final"]
     assert lines[6].split()[-4:] == ["-", "-", "-", "final"]  # o2: no shipment
 
+    status = CliRunner().invoke(cli, ["db", "status", "--json"])
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.stdout)["joins"] == [{
+        "join": "os", "kind": "interval", "watermark": at(150).isoformat(), "late_left": 0,
+        "late_right": 1, "pairs": 1, "left_only": 2, "right_only": 0}]
+    assert "os interval" in CliRunner().invoke(cli, ["db", "status"]).stdout
+
     refused = run("drop", "os")
     assert refused.exit_code == 2 and "add --yes to go on" in refused.output
     assert only_json(run("drop", "os", "--yes", "--json")) == {"dropped": "os", "results": 3}

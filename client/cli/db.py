@@ -9,7 +9,7 @@ import click
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import json_option
 from client.cli.root import SlidewinGroup
-from db import embedded, sessions, streams
+from db import embedded, joins, sessions, streams
 from db.config import configured_dsn, redact
 from db.connect import ensure_embedded
 from db.limits import MAX_PARTITIONS
@@ -61,7 +61,8 @@ def db_init(app: AppContext, partitions: int | None) -> None:
 @json_option("One JSON object on stdout.")
 @pass_app
 def db_status(app: AppContext, stream: str | None, as_json: bool) -> None:
-    """Rows, event-time range, rollup seconds, sizes and dead tuples per partition.
+    """Rows, event-time range, rollup seconds, sizes and dead tuples per partition; each
+    declared stream; each join's watermark W, late records and results written.
 
     \b
     Example:
@@ -75,12 +76,13 @@ def db_status(app: AppContext, stream: str | None, as_json: bool) -> None:
         head = store_summary(conn)
         warnings = sessions.warnings(conn)
         declared = streams.stream_status(conn) if stream is None else []
+        joined = _join_status(conn) if stream is None else []
     server = None if configured_dsn(app.dsn_option) else embedded.describe(app.data_dir)
     for text in warnings:  # stderr, whatever -q says: not progress
         click.echo(f"warning: {text}", err=True)
     if as_json:
         emit_json({**head, "embedded": server, "partitions": [p.as_json() for p in parts],
-                   "streams": declared, "warnings": warnings})
+                   "streams": declared, "joins": joined, "warnings": warnings})
         return
     if server is not None:
         click.echo(_embedded_line(server))
@@ -105,6 +107,10 @@ def db_status(app: AppContext, stream: str | None, as_json: bool) -> None:
         click.echo(STREAM_HEADER)
         for d in declared:
             click.echo(_stream_line(d))
+    if joined:
+        click.echo(JOIN_HEADER)
+        for j in joined:
+            click.echo(_join_line(j))
 
 
 STREAM_HEADER = (f"{'stream':>20} {'rows':>10} {'oldest second':>26} {'newest second':>26} "
@@ -115,6 +121,27 @@ def _stream_line(d: dict[str, Any]) -> str:
     return (f"{d['stream']:>20} {d['rows']:>10} {d['oldest'] or '-':>26} "
             f"{d['newest'] or '-':>26} {d['seconds']:>8} {d['dead_letters']:>7} "
             f"{d['bytes'] // 1024:>9}")
+
+
+JOIN_HEADER = (f"{'join':>20} {'kind':>8} {'W':>26} {'late l/r':>13} {'pairs':>10} "
+               f"{'left only':>10} {'right only':>10}")
+
+
+def _join_status(conn: Any) -> list[dict[str, Any]]:
+    """Per join: its watermark W, the records late for it and the results it wrote."""
+    out = []
+    for j in joins.list_joins(conn):
+        s = joins.status(conn, j.name)
+        out.append({"join": j.name, "kind": j.kind, "watermark": _iso(s.watermark),
+                    "late_left": s.late_left, "late_right": s.late_right, "pairs": s.pairs,
+                    "left_only": s.left_only, "right_only": s.right_only})
+    return out
+
+
+def _join_line(j: dict[str, Any]) -> str:
+    late = f"{j['late_left']}/{j['late_right']}"
+    return (f"{j['join']:>20} {j['kind']:>8} {j['watermark'] or '-':>26} {late:>13} "
+            f"{j['pairs']:>10} {j['left_only']:>10} {j['right_only']:>10}")
 
 
 def _stream_status(app: AppContext, conn: Any, name: str, as_json: bool) -> None:
@@ -137,6 +164,10 @@ def _embedded_line(server: dict) -> str:
         f"embedded PostgreSQL pid {server['server_pid']} in {server['pgdata']}{kept}; "
         f"processes attached: {holders}"
     )
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 def _ts(value: object) -> str:
