@@ -388,3 +388,61 @@ def test_follow_emit_final_prints_only_final_results_and_exits_130_on_ctrl_c(
     assert code == 130, proc.stderr.read() if proc.stderr else ""
     assert first[0]["final"] is True and first[0]["emit"] == "final"
     assert [(x["r"]["ship_id"], x["final"]) for x in seen] == [("a", True), ("b", True)]
+
+
+# -- the README's example ----------------------------------------------------------------------
+
+ROWS_OF = re.compile(r"<!-- rows of: (?P<command>.+?) -->\n(?P<table>(?:\|.*\|\n)+)")
+
+
+def _readme_joins() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("\n## Joins\n")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def _markdown_rows(table: str) -> list[list[str]]:
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in table.splitlines()]
+    return [r for r in rows if not all(set(c) <= {"-"} for c in r)]
+
+
+def _printed_rows(output: str) -> list[list[str]]:
+    """The table ``joins show`` prints, from its heading on, cell by cell."""
+    lines = output.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("ts "))
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[first:]]
+
+
+def test_the_readme_example_prints_the_rows_the_readme_shows(store):
+    """Samza's orders and shipments as the README builds them -- its own commands and SQL --
+    print exactly the rows its tables show, so the README cannot drift."""
+    from tests.test_readme import blocks, commands, statements
+
+    section = _readme_joins()
+    ran = []
+    for block in blocks(section):
+        if block.lang == "sql" and "INSERT INTO slidewin_streams.orders" in block.body:
+            for statement in statements(block.body):
+                store.execute(statement)
+        if block.lang == "sh":
+            for command in commands(block.body):
+                argv = command.split()
+                if argv[1:3] in (["streams", "add"], ["joins", "add"]) and "--within" not in argv:
+                    result = CliRunner().invoke(cli, argv[1:])
+                    assert result.exit_code == 0, (command, result.output)
+                    ran.append(argv[1:4])
+    assert ran == [["streams", "add", "orders"], ["streams", "add", "shipments"],
+                   ["joins", "add", "shipped"], ["joins", "add", "recent"]]
+    shown = {}
+    for m in ROWS_OF.finditer(section):
+        argv = m.group("command").split()
+        result = CliRunner().invoke(cli, argv[1:])
+        assert result.exit_code == 0, result.output
+        assert _printed_rows(result.stdout) == _markdown_rows(m.group("table")), m.group("command")
+        doc = only_json(CliRunner().invoke(cli, [*argv[1:], "--json"]))
+        shown[argv[3]] = [(r["l"]["ship_id"], r["r"]["id"]) for r in doc["rows"]]
+    # the range join: within 2 min before the shipment, both ends inclusive (s3: exactly 2 min)
+    assert shown["shipped"] == [("s3", 3), ("s2", 4), ("s1", 1)]
+    # the 3 newest orders at or before each shipment: s1's order 1 is no longer among them
+    assert shown["recent"] == [("s5", 5), ("s3", 3), ("s2", 4)]
