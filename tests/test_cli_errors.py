@@ -42,6 +42,7 @@ PASSWORD = "Sw0rdfish-42"
 ARGS: dict[str, list[str]] = {
     "bench client": [],
     "bench ingest": [],
+    "bench joins": [],
     "bench queries": [],
     "bench retention": [],
     "bench sessions": [],

@@ -13,7 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("client.cli.bench_ingest:bench_ingest",
                "COPY limit, end-to-end ingest, freshness and driver memory."),
     "joins": ("client.cli.bench_joins:bench_joins",
-              "Two streams ingested with and without an interval join; its exactness."),
+              "Two streams ingested with and without a join; its exactness."),
     "queries": ("client.cli.bench_queries:bench_queries",
                 "Window queries, max, nibbles and COPY against raw scans."),
     "retention": ("client.cli.bench_retention:bench_retention",
