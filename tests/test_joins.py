@@ -326,7 +326,7 @@ def test_refusals_name_the_parameter_the_value_and_the_fix(conn: psycopg.Connect
         ({"on": "nope"}, "on: stream orders has no column 'nope'"),
         ({"right": "events"}, "built in"),
         ({"right": "orders"}, "left and right are both stream orders"),
-        ({"kind": "asof", "join_type": "full"}, "a asof join is inner or left"),
+        ({"kind": "asof", "join_type": "full"}, "an asof join is inner or left"),
         ({"kind": "rows"}, "rows must be 1 to 100000"),
         ({"select_left": ["x"]}, "select: stream orders has no column 'x'"),
     ]

@@ -166,6 +166,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                              "%s, %s)", (4, 2, 10), False),
     "stream_nibble": ("SELECT slidewin.stream_nibble('sensors', %s, 10)", (at(0),), False),
     "stream_time": ("SELECT slidewin.stream_time()", (), False),
+    "duration_text": ("SELECT slidewin.duration_text(%s)", (timedelta(minutes=4),), False),
     "join_get": ("SELECT (slidewin.join_get(%s)).kind", ("sp",), False),
     "join_column_type": ("SELECT slidewin.join_column_type(s, %s, 'on') FROM slidewin.streams s "
                          "WHERE name = 'sensors'", ("v",), False),

@@ -363,26 +363,12 @@ def _select(conn: psycopg.Connection, select: str | None, left: str,
 
 
 _PARAM = re.compile(r"^(on|select): |^(before|after|grace|idle|rows) must")
-_INTERVAL = re.compile(r"\b(?:(\d+) days?(?: (\d{2}):(\d{2}):(\d{2}(?:\.\d+)?))?|"
-                       r"(\d{2}):(\d{2}):(\d{2}(?:\.\d+)?))\b")
 
 
 def _named(exc: ProcedureError) -> ProcedureError:
-    """The SQL names its parameters (``before must ...``) and prints intervals as PostgreSQL
-    does (00:02:00); the user typed options and durations (--before, 2m)."""
+    """The SQL names its parameters (``before must ...``); the user typed options (--before)."""
     text = _PARAM.sub(lambda m: f"--{m.group(0)}", str(exc))
-    text = text.replace("a asof join", "an as-of join")
-    if "history" in text:
-        text = _INTERVAL.sub(_duration_of, text)
-    return ProcedureError(text)
-
-
-def _duration_of(m: re.Match[str]) -> str:
-    days = int(m.group(1) or 0)
-    h, mi, s = (m.group(2), m.group(3), m.group(4)) if m.group(1) else (
-        m.group(5), m.group(6), m.group(7))
-    d = timedelta(days=days, hours=int(h or 0), minutes=int(mi or 0), seconds=float(s or 0))
-    return format_duration(d)
+    return ProcedureError(text.replace("an asof join", "an as-of join"))
 
 
 def describe(join: Join) -> str:

@@ -15,12 +15,13 @@ BEGIN
                 ORDER BY name LOOP
         IF NEW.history < v_j.before + v_j.after + v_j.grace THEN
             RAISE EXCEPTION 'history % of stream % is shorter than join % needs (before + after '
-                            '+ grace = %)', NEW.history, NEW.name, v_j.name,
-                            v_j.before + v_j.after + v_j.grace
+                            '+ grace = %)', slidewin.duration_text(NEW.history), NEW.name,
+                            v_j.name, slidewin.duration_text(v_j.before + v_j.after + v_j.grace)
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = format('keep --history at %s or more, or drop the join first '
                                     '(slidewin joins drop %s --yes)',
-                                    v_j.before + v_j.after + v_j.grace, v_j.name);
+                                    slidewin.duration_text(v_j.before + v_j.after + v_j.grace),
+                                    v_j.name);
         END IF;
     END LOOP;
     RETURN NEW;

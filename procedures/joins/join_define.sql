@@ -54,7 +54,8 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'use inner, left, right or full';
     END IF;
     IF p_kind <> 'interval' AND p_join_type NOT IN ('inner', 'left') THEN
-        RAISE EXCEPTION 'a % join is inner or left, not %', p_kind, p_join_type
+        RAISE EXCEPTION '% join is inner or left, not %',
+                        CASE p_kind WHEN 'asof' THEN 'an asof' ELSE 'a rows' END, p_join_type
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'every left record is answered; use --type inner or --type left';
     END IF;
@@ -102,10 +103,12 @@ BEGIN
     FOR v_c IN VALUES (p_left), (p_right) LOOP
         IF (SELECT history FROM slidewin.streams WHERE name = v_c) < v_need THEN
             RAISE EXCEPTION 'stream % keeps % of history, less than before + after + grace = %',
-                            v_c, (SELECT history FROM slidewin.streams WHERE name = v_c), v_need
+                            v_c, slidewin.duration_text(
+                                (SELECT history FROM slidewin.streams WHERE name = v_c)),
+                            slidewin.duration_text(v_need)
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = format('raise its history (slidewin streams alter %s --history %s) '
-                                    'or shorten the join', v_c, v_need);
+                                    'or shorten the join', v_c, slidewin.duration_text(v_need));
         END IF;
     END LOOP;
     -- the kept columns: time and key first (the identity), then the on-column, then the rest
