@@ -312,9 +312,32 @@ def test_results_age_out_once_both_inputs_are_gone(conn: psycopg.Connection) -> 
     joins.define(conn, "j", left="orders", right="shipments", on="k", before=5 * S, after=5 * S)
     batch(conn, "orders", [("o", "a", at(0))], at(0))
     batch(conn, "shipments", [("s", "a", at(2))], at(0))
+    assert joins.nibble(conn, "j", at(2) + timedelta(minutes=10)) == 0  # W has not passed them
+    batch(conn, "orders", [("o9", "z", at(100))], at(0))
+    batch(conn, "shipments", [("s9", "y", at(100))], at(0))
     assert joins.nibble(conn, "j", at(2) + timedelta(minutes=5)) == 0  # shipments keep s
     assert joins.nibble(conn, "j", at(2) + timedelta(minutes=5) + MS) == 1
     assert pairs_of(conn, "j") == set()
+
+
+def test_retention_keeps_what_the_joins_watermark_has_not_passed(
+    conn: psycopg.Connection,
+) -> None:
+    """Retention follows the wall clock, W the streams' times: an unmatched order older than
+    its history is kept until W has passed it and its outer row is written."""
+    declare(conn, history=35 * S)
+    joins.define(conn, "j", left="orders", right="shipments", on="k", join_type="left",
+                 after=30 * S, grace=5 * S, now=at(0))
+    batch(conn, "orders", [("o1", "a", at(0))], at(1))
+    batch(conn, "shipments", [("s0", "b", at(0))], at(1))
+    assert streams.nibble(conn, "orders", at(100)) == 0  # W = -5 s: o1 may still pair
+    assert streams.nibble(conn, "shipments", at(100)) == 0
+    batch(conn, "orders", [("o2", "c", at(40))], at(41))
+    batch(conn, "shipments", [("s2", "c", at(40))], at(41))  # W = 35 s: o1 is final
+    assert ("o1", None) in pairs_of(conn, "j")
+    assert streams.nibble(conn, "orders", at(100)) == 1  # now o1 may go (W - after = 5 s)
+    assert streams.nibble(conn, "shipments", at(100)) == 1  # s0: W - before = 35 s is past it
+    assert conn.execute("SELECT id FROM slidewin_streams.shipments").fetchall() == [("s2",)]
 
 
 def test_refusals_name_the_parameter_the_value_and_the_fix(conn: psycopg.Connection) -> None:

@@ -1,7 +1,9 @@
 -- slidewin.join_nibble(name, now, chunk): retention for an interval join's results -- delete at
 -- most chunk of its oldest results (and records late for it) whose inputs have both aged out:
--- ts older than now - the longer of the two streams' histories. A result stays while either of
--- its records may still be stored; a stream kept forever keeps its join's results too. Returns
+-- ts older than now - the longer of the two streams' histories, and than what W lets the
+-- streams' retention delete (W - the larger of before and after: slidewin.stream_nibble). A result
+-- stays while either of its records may still be stored; a stream kept forever keeps its join's
+-- results too. Returns
 -- the rows deleted; call again while it returns chunk. Bounded by the chunk (the ts index).
 CREATE OR REPLACE FUNCTION slidewin.join_nibble(p_name text, p_now timestamptz,
                                                 p_chunk integer DEFAULT 10000)
@@ -13,6 +15,7 @@ DECLARE
     v_keep interval;
     v_n    bigint;
     v_late bigint;
+    v_cut  timestamptz;
 BEGIN
     IF p_now IS NULL OR p_chunk IS NULL OR p_chunk < 1 THEN
         RAISE EXCEPTION 'now and a chunk of 1 or more are required (got %, %)', p_now, p_chunk
@@ -23,14 +26,16 @@ BEGIN
     IF v_j.kind <> 'interval' OR v_keep IS NULL THEN
         RETURN 0;
     END IF;
+    v_cut := least(p_now - v_keep,
+                   coalesce(v_j.watermark, '-infinity') - greatest(v_j.before, v_j.after));
     EXECUTE format('WITH gone AS (DELETE FROM slidewin_joins.%1$I j WHERE j.seq IN (SELECT seq '
                    'FROM slidewin_joins.%1$I WHERE ts < $1 ORDER BY ts LIMIT $2) RETURNING 1) '
                    'SELECT count(*) FROM gone', v_j.name)
-      INTO v_n USING p_now - v_keep, p_chunk;
+      INTO v_n USING v_cut, p_chunk;
     EXECUTE format('WITH gone AS (DELETE FROM slidewin_joins.%1$I x WHERE (x.side, x.ts, x.key) '
                    'IN (SELECT side, ts, key FROM slidewin_joins.%1$I WHERE ts < $1 LIMIT $2) '
                    'RETURNING 1) SELECT count(*) FROM gone', v_j.name || '#late')
-      INTO v_late USING p_now - v_keep, p_chunk;
+      INTO v_late USING v_cut, p_chunk;
     RETURN v_n + v_late;
 END
 $$;

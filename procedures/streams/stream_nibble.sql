@@ -3,6 +3,11 @@
 -- and remember the newest time deleted (windows starting at or before it
 -- are partial). Returns the rows deleted; call again while it returns more than 0. Each call's
 -- cost is bounded by the chunk, whatever the table holds.
+-- A stream an interval join reads keeps, besides, every record its join's watermark W has not
+-- passed (left side: time >= W - after; right side: time >= W - before): a later record may still
+-- pair with it, or its outer row is not final yet. W follows stream time, and stream time can
+-- trail the wall clock by the ingest's lag and more: without this, an unmatched record could be
+-- deleted before its outer row is written.
 CREATE OR REPLACE FUNCTION slidewin.stream_nibble(
     p_stream text, p_now timestamptz, p_chunk integer DEFAULT 10000)
 RETURNS bigint
@@ -12,6 +17,7 @@ DECLARE
     v_s     slidewin.streams := slidewin.stream_get(p_stream);
     v_total bigint := 0;
     v_newest timestamptz;
+    v_cut    timestamptz;
 BEGIN
     IF p_now IS NULL OR p_chunk IS NULL OR p_chunk < 1 THEN
         RAISE EXCEPTION 'now and a chunk of 1 or more are required (got %, %)', p_now, p_chunk
@@ -20,13 +26,19 @@ BEGIN
     IF v_s.history IS NULL THEN
         RETURN 0;
     END IF;
+    SELECT least(p_now - v_s.history,
+                 min(coalesce(j.watermark, '-infinity')
+                     - CASE WHEN j.left_stream = v_s.name THEN j.after ELSE j.before END))
+      INTO v_cut
+      FROM slidewin.joins j
+     WHERE j.kind = 'interval' AND v_s.name IN (j.left_stream, j.right_stream);
     -- the newest time this call deletes, recorded first: the registry row is the one lock a
     -- batch of the stream holds from its start (FOR SHARE), so the nibble waits for a running
     -- batch before it locks any rollup row the batch may want, never the other way round
     EXECUTE format('SELECT max(t) FROM (SELECT %1$I AS t FROM slidewin_streams.%2$I '
                    'WHERE %1$I < $1 ORDER BY %1$I LIMIT $2) AS oldest',
                    v_s.time_column, v_s.name)
-    INTO v_newest USING p_now - v_s.history, p_chunk;
+    INTO v_newest USING v_cut, p_chunk;
     IF v_newest IS NULL THEN
         RETURN 0;
     END IF;
@@ -40,7 +52,7 @@ BEGIN
         'FROM slidewin_streams.%1$I WHERE %3$I < $1 ORDER BY %3$I LIMIT $2) d '
         'WHERE t.%2$I = d.k AND t.%3$I = d.ts RETURNING t.%3$I) SELECT count(*) FROM gone',
         v_s.name, v_s.key_column, v_s.time_column)
-    INTO v_total USING p_now - v_s.history, p_chunk;
+    INTO v_total USING v_cut, p_chunk;
     RETURN v_total;
 END
 $$;
