@@ -445,10 +445,22 @@ class SideStream:
 
         threading.Thread(target=forward, name="slidewin-side-stop", daemon=True).start()
 
-        self.started = time.monotonic()
+        self.begin()
         self._thread = threading.Thread(target=run, name=f"slidewin-{self.stream.name}",
                                         daemon=True)
         self._thread.start()
+
+    def begin(self) -> None:
+        """Start counting now, before the first record is written: the store's totals are
+        counted from when the reporter opens (a failure here is counted, and the first report
+        tries again)."""
+        self.started = time.monotonic()
+        with self._lock:
+            try:
+                self._reporter()
+            except psycopg.Error as exc:
+                self.failures.add(f"stream {self.stream.name} watch", exc)
+                self.close()
 
     def stop(self) -> None:
         self._stop.set()
