@@ -1,6 +1,9 @@
 """Two joinable streams from the simulator (``client.sim.matched``), without a database: orders
 at a rate and, for a share of them, a shipment whose order_id is the order's id, a delay later.
 
+The command (against a store, with no ingest: the files are what it writes) refuses what cannot
+match in one line before writing anything, and writes both streams with a summary of each.
+
 Time is simulated (a batch of orders every 0.2 s, the clock at the batch's end), so each check
 runs on exactly the records a seed gives: the share of orders matched and the delays hold within
 a few standard errors, every shipment refers to an order written before it, each order gets at
@@ -11,15 +14,20 @@ files, and the files parse with the ingest's own reader without a dead letter.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 
+from client.processes import slidewin_argv
 from client.sim.generator import FORMATS
 from client.sim.matched import MatchConfig, MatchedStreams, check_match
 from client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
+from db import streams
 from db.errors import ConfigError
 from db.streams import Column, Stream
 from ingest.typed import Layout, Limits, parse_files
@@ -190,3 +198,61 @@ def test_match_options_are_checked_naming_the_option(text, kw, says):
     with pytest.raises(ConfigError) as refused:
         MatchConfig.parse(text, **kw)
     assert says in str(refused.value)
+
+
+# -- the command, against a store (no ingest: the files are what it writes) ----------------
+
+
+def run_client(dsn: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(slidewin_argv("client", *args), capture_output=True, text=True,
+                          timeout=timeout, check=False, env={**os.environ, "SLIDEWIN_DSN": dsn})
+
+
+@pytest.fixture(scope="module")
+def orders_dsn(make_store) -> str:
+    dsn = make_store(2)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for stream in (orders(), shipments()):
+            streams.define(c, stream.name, key=stream.key, time=stream.time,
+                           columns=stream.columns, measures=stream.measures,
+                           history=timedelta(hours=1))
+    return dsn
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--stream", "orders", "--delay", "2s"], "error: --delay applies only with --match "
+                                              "STREAM.COLUMN"),
+    (["--match", "shipments.order_id"], "error: --match needs --stream NAME, a declared stream"),
+    (["--stream", "orders", "--match", "shipments.carrier"],
+     "error: --match shipments.carrier: shipments.carrier is text but the key orders.id it "
+     "refers to is bigint"),
+    (["--stream", "orders", "--match", "nope.order_id"], "error: no stream named 'nope'"),
+])
+def test_match_refusals_are_one_line_exit_2_before_anything_is_written(orders_dsn, tmp_path,
+                                                                       args, says):
+    done = run_client(orders_dsn, *args, "--duration", "2", "--warmup", "0", "--landing",
+                      str(tmp_path))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(says), lines
+    assert not list(tmp_path.iterdir())
+
+
+def test_client_writes_orders_and_their_shipments(orders_dsn, tmp_path):
+    done = run_client(orders_dsn, "--stream", "orders", "--match", "shipments.order_id",
+                      "--match-rate", "0.5", "--delay", "0.5s", "--duration", "3", "--warmup",
+                      "0", "--ratelimit", "200", "--seed", "2", "--landing", str(tmp_path),
+                      "--displayinterval", "1", "--format", "jsonl", "--view", "plain", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    match = summary["match"]
+    assert summary["stream"] == "orders" and summary["written"] == match["left"] > 400, summary
+    assert match["stream"] == "shipments" and match["column"] == "order_id", match
+    assert abs(match["chosen"] / match["left"] - 0.5) < 0.1, match
+    assert summary["streams"]["shipments"]["written"] == match["written"] > 0, summary
+    ids = {o["id"] for o in read_jsonl(tmp_path / "orders")}
+    shipped = read_jsonl(tmp_path / "shipments")
+    assert len(ids) == match["left"] and len(shipped) == match["written"]
+    assert {s["order_id"] for s in shipped} <= ids
+    assert "Report: stream orders" in done.stderr and "  Stream shipments:" in done.stderr
+    assert "Matches: " in done.stderr and "Final summary: stream shipments" in done.stderr

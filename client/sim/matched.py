@@ -86,12 +86,16 @@ class MatchConfig:
                               "shipments.order_id")
         return cls(stream, column, **kw)
 
-    def describe(self) -> str:
-        """``80% of them, 5s +- 2s later``, and the late share when there is one."""
+    def timing(self) -> str:
+        """``5s +- 2s later``, and the late share when there is one."""
         spread = f" +- {self.jitter_s:g}s" if self.jitter_s else ""
         late = (f"; {self.late_rate:.0%} written {self.late_by_s:g}s late"
                 if self.late_rate else "")
-        return f"{self.rate:.0%} of them, {self.delay_s:g}s{spread} later{late}"
+        return f"{self.delay_s:g}s{spread} later{late}"
+
+    def describe(self) -> str:
+        """``80%, 5s +- 2s later``: the share matched and the timing."""
+        return f"{self.rate:.0%}, {self.timing()}"
 
 
 def check_match(left: Stream, right: Stream, match: MatchConfig) -> None:
@@ -236,5 +240,6 @@ def match_line(stats: MatchStats, left: str, right: str, match: MatchConfig) -> 
     s = stats.snapshot()
     share = f" ({s['chosen'] / s['left']:.1%})" if s["left"] else ""
     late = f", {s['late']} of them late" if match.late_rate else ""
-    return (f"Matches: {s['chosen']} of {s['left']} {left} records{share} get a {right} record "
-            f"({match.describe()}): {s['written']} written{late}, {s['pending']} not due yet")
+    return (f"Matches: {s['chosen']} of {s['left']} records of {left}{share} get a record of "
+            f"{right} ({match.describe()}): {s['written']} written{late}, {s['pending']} not "
+            "due yet")
