@@ -189,3 +189,12 @@ def test_keep_demo_join_keeps_the_join_and_a_later_demo_leaves_what_it_found(mak
     err = _demo_stopped_while_spark_starts(dsn, tmp_path)
     assert f"join {JOIN_NAME} (found)" in err and "dropped" not in err, err
     assert _join_and_streams(dsn) == ([JOIN_NAME], [ORDERS, SHIPMENTS])
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_join_rate_0_runs_no_join_and_declares_nothing(make_store, tmp_path):
+    dsn = make_store(2)
+    err = _demo_stopped_while_spark_starts(dsn, tmp_path, "--join-rate", "0")
+    assert JOIN_NAME not in err, err
+    assert _join_and_streams(dsn) == ([], [])
