@@ -35,6 +35,7 @@ from client.sim.join_demo import JoinFeed, JoinWatch
 from client.sim.matched import MatchConfig, MatchedStreams
 from client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
 from db import joins, streams
+from db.errors import ConfigError
 from db.streams import Column
 
 ORDERS = "demo_orders"
@@ -102,7 +103,13 @@ def set_up(app: AppContext, conn: Any, config: ClientConfig, dsn: str,
         orders = streams.get_stream(conn, ORDERS)
         writer = TypedEventGenerator(TypedGeneratorConfig(config.landing, orders, rate=rate,
                                                           seed=config.seed, keys=0))
-        matched = MatchedStreams(writer, streams.get_stream(conn, SHIPMENTS), MATCH)
+        try:
+            matched = MatchedStreams(writer, streams.get_stream(conn, SHIPMENTS), MATCH)
+        except ConfigError as exc:  # streams of these names, declared otherwise
+            raise ConfigError(
+                f"{ORDERS} and {SHIPMENTS} are there but not as the demo declares them ({exc}); "
+                f"drop them (`slidewin streams drop NAME --yes`) or run with --join-rate 0"
+            ) from None
     except Exception:
         with contextlib.suppress(Exception):  # leave nothing half made
             if made_join:
