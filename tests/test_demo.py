@@ -135,10 +135,10 @@ def _demo_stopped_while_spark_starts(dsn: str, tmp_path, *args: str) -> str:
     leaves what it made as a full run does, in seconds), and return its stderr."""
     argv = slidewin_argv("--data-dir", str(tmp_path), "demo", "--duration", "60", "--keys", "0",
                          "--demo-stream-rate", "0", "--view", "plain", *args)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "SLIDEWIN_DSN": dsn})
     watch = ProcessWatch(proc.pid)
-    lines: list[str] = []
+    lines: list[str] = []  # stderr, read by this thread alone
 
     def read() -> None:
         assert proc.stderr is not None
@@ -153,7 +153,7 @@ def _demo_stopped_while_spark_starts(dsn: str, tmp_path, *args: str) -> str:
             assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
             time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=180)
+        proc.wait(timeout=180)
         reader.join(timeout=30)
     finally:
         watch.stop()
