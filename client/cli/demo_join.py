@@ -135,8 +135,9 @@ def leave(app: AppContext, demo: DemoJoin, keep: bool) -> None:
         return
     if keep:
         app.progress(f"{', '.join(made)} stay: every later ingest reads <landing>/{ORDERS}/ and "
-                     f"<landing>/{SHIPMENTS}/ and pairs them; `slidewin joins drop {JOIN_NAME} "
-                     f"--yes`, then `slidewin streams drop NAME --yes` remove them")
+                     f"<landing>/{SHIPMENTS}/ and pairs them; `slidewin joins show {JOIN_NAME} "
+                     f"--last 10m` shows the results, `slidewin joins drop {JOIN_NAME} --yes`, "
+                     "then `slidewin streams drop NAME --yes` remove them")
         return
     with contextlib.suppress(Exception), app.connect() as conn:  # a failure is reported already
         if demo.defined:
