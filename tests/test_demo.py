@@ -1,8 +1,12 @@
 """End to end: ``slidewin demo --duration 20`` with the real Spark ingest and the real scheduler.
 
 Asserts that reports appear and the max tracker prints, that the rollups are exact at the end,
-that the retention bounds hold (within one chunk per partition and one round of lag), and that
-no process the demo started -- python children, the JVM, anything in their groups -- is left.
+that the retention bounds hold (within one chunk per partition and one round of lag), that the
+join demo pairs orders and shipments live (each shipment written pairs once or is late) with its
+result freshness in the JSON, that everything the demo made is gone at the end, and that no
+process the demo started -- python children, the JVM, anything in their groups -- is left.
+With --keep-demo-join the join and its streams stay (and a later demo that finds them leaves
+them): checked on runs stopped by SIGTERM while Spark starts, which end as a full run does.
 Needs Java 17+ (marked ``spark``) and takes a couple of minutes (``slow``); CI runs it.
 """
 
@@ -10,11 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import threading
+import time
 
 import psycopg
 import pytest
 
+from client.cli.demo_join import JOIN_NAME, ORDERS, SHIPMENTS
 from client.processes import slidewin_argv
 from tests.invariants import assert_rollups_exact
 from tests.process_watch import ProcessWatch
@@ -89,9 +97,26 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
     side = summary["streams"]["demo_sensors"]
     assert side["written"] > 0 and side["ingested"] > 0 and side["failures"] == 0, side
     assert "stream demo_sensors dropped (the demo declared it" in err, context
+    # the join beside them: each report has its line, the summary its newest pairs, the JSON
+    # its figures; every shipment written paired with its order once, or was late for the join
+    assert err.count(f"  Join {JOIN_NAME}: pairs ") >= 3, context
+    assert err.count("    result freshness p50/p95 ") >= 3, context
+    assert f"Final summary: join {JOIN_NAME}" in err and "  Newest pairs:" in err, context
+    join = summary["joins"][JOIN_NAME]
+    assert join["pairs"] > 0 and join["failures"] == 0, join
+    assert join["pairs"] + join["late_right"] == join["right_written"], join
+    assert join["right_written"] < join["left_written"] and join["late_left"] == 0, join
+    assert 0 < join["result_freshness_p50_s"] <= join["result_freshness_p95_s"] < 30, join
+    assert join["result_freshness_pairs"] > 0 and len(join["newest"]) > 0, join
+    for made in (f"join {JOIN_NAME}", f"stream {ORDERS}", f"stream {SHIPMENTS}"):
+        assert f"{made} dropped (the demo" in err, context
     with psycopg.connect(dsn, autocommit=True) as conn:
         left = conn.execute("SELECT count(*) FROM slidewin.streams WHERE NOT builtin")
         assert left.fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM slidewin.joins").fetchone() == (0,)
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                              "'slidewin_joins'").fetchone()
+        assert tables == (0,)
 
     # no child showed the password to `ps`: the ingest, the scheduler, the JVM, anything
     started = " | ".join(command_lines.values())
@@ -103,3 +128,73 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
     assert seen, "the demo started no child process?"
     assert watch.still_running() == [], "processes left behind"
     assert not any((tmp_path / "demo").glob("*/landing")), "landing dir left behind"
+
+
+def _demo_stopped_while_spark_starts(dsn: str, tmp_path, *args: str) -> str:
+    """Run the demo, SIGTERM it while Spark starts (the demo then stops what it started and
+    leaves what it made as a full run does, in seconds), and return its stderr."""
+    argv = slidewin_argv("--data-dir", str(tmp_path), "demo", "--duration", "60", "--keys", "0",
+                         "--demo-stream-rate", "0", "--view", "plain", *args)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", "SLIDEWIN_DSN": dsn})
+    watch = ProcessWatch(proc.pid)
+    lines: list[str] = []  # stderr, read by this thread alone
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not any("starting the Spark ingest" in line for line in lines):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=180)
+        reader.join(timeout=30)
+    finally:
+        watch.stop()
+        if proc.poll() is None:
+            proc.kill()
+    err = "".join(lines)
+    assert proc.returncode == 143, err[-3000:]
+    assert watch.still_running() == [], "processes left behind"
+    return err
+
+
+def _join_and_streams(dsn: str) -> tuple[list[str], list[str]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        found = conn.execute("SELECT name FROM slidewin.joins ORDER BY name").fetchall()
+        declared = conn.execute("SELECT name FROM slidewin.streams WHERE NOT builtin "
+                                "ORDER BY name").fetchall()
+    return [r[0] for r in found], [r[0] for r in declared]
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_keep_demo_join_keeps_the_join_and_a_later_demo_leaves_what_it_found(make_store,
+                                                                            tmp_path):
+    dsn = make_store(2)
+    err = _demo_stopped_while_spark_starts(dsn, tmp_path, "--keep-demo-join")
+    assert (f"join {JOIN_NAME} (made: stream {ORDERS}, stream {SHIPMENTS}, join {JOIN_NAME})"
+            in err), err
+    assert f"join {JOIN_NAME}, stream {ORDERS}, stream {SHIPMENTS} stay: " in err, err
+    assert "dropped" not in err, err
+    assert _join_and_streams(dsn) == ([JOIN_NAME], [ORDERS, SHIPMENTS])
+
+    # the next demo finds them: they are not its own, so they stay without --keep-demo-join
+    err = _demo_stopped_while_spark_starts(dsn, tmp_path)
+    assert f"join {JOIN_NAME} (found)" in err and "dropped" not in err, err
+    assert _join_and_streams(dsn) == ([JOIN_NAME], [ORDERS, SHIPMENTS])
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_join_rate_0_runs_no_join_and_declares_nothing(make_store, tmp_path):
+    dsn = make_store(2)
+    err = _demo_stopped_while_spark_starts(dsn, tmp_path, "--join-rate", "0")
+    assert JOIN_NAME not in err, err
+    assert _join_and_streams(dsn) == ([], [])

@@ -28,10 +28,16 @@ from client.cli.root import SlidewinCommand
 from client.sim.config import DELETERS, ClientConfig
 from client.sim.generator import FORMATS
 from client.sim.live import Display, NullDisplay, make_display
+from client.sim.matched import MatchConfig, check_match, match_line
 from client.sim.session import ClientSession
 from client.sim.summary import Summary, format_summary
 from client.sim.typed_generator import DEFAULT_KEYS
-from client.sim.typed_session import StreamClientConfig, StreamSession, format_stream_summary
+from client.sim.typed_session import (
+    StreamClientConfig,
+    StreamSession,
+    StreamSummary,
+    format_stream_summary,
+)
 from db import streams
 from db.errors import ConfigError
 from db.limits import MAX_CHUNK
@@ -202,9 +208,10 @@ def refuse_events_only(stream: str, opts: dict[str, Any]) -> None:
 
 
 def stream_config(app: AppContext, stream: str, landing: Path | None,
-                  **opts: Any) -> StreamClientConfig:
+                  match: MatchConfig | None = None, **opts: Any) -> StreamClientConfig:
     """StreamClientConfig from parsed options: --historyseconds, when given, is the reports'
-    window; --keys defaults to a pool of 100, --ratelimit to 1000/s."""
+    window; --keys defaults to a pool of 100 (with --match to 0: each record its own key),
+    --ratelimit to 1000/s."""
     secs: dict[str, Any] = {
         k: v.total_seconds() if isinstance(v, timedelta) else v for k, v in opts.items()
     }
@@ -218,43 +225,116 @@ def stream_config(app: AppContext, stream: str, landing: Path | None,
         window_s=secs["historyseconds"] if given("historyseconds") else None,
         seed=secs["seed"],
         fmt=secs["fmt"],
-        keys=DEFAULT_KEYS if secs["keys"] is None else secs["keys"],
+        keys=(0 if match else DEFAULT_KEYS) if secs["keys"] is None else secs["keys"],
         burst=secs["burst"],
         pause=secs["pause"],
         reconnect_timeout=secs["reconnect_timeout"],
+        match=match,
     )
 
 
+MATCH_OPTIONS = ("match_rate", "delay", "jitter", "late_rate", "late_by")
+
+
+def match_config(stream: str, match: str | None, **opts: Any) -> MatchConfig | None:
+    """--match STREAM.COLUMN and its options (None without --match; its options alone, or with
+    the built-in stream, are refused naming the fix)."""
+    if match is None:
+        for name in MATCH_OPTIONS:
+            if given(name):
+                raise ConfigError(f"--{name.replace('_', '-')} applies only with --match "
+                                  "STREAM.COLUMN; e.g. --stream orders --match "
+                                  "shipments.order_id")
+        return None
+    if stream == "events":
+        raise ConfigError("--match needs --stream NAME, a declared stream whose records the "
+                          "matched ones refer to; e.g. --stream orders --match "
+                          "shipments.order_id")
+    secs = {k: v.total_seconds() if isinstance(v, timedelta) else v for k, v in opts.items()}
+    return MatchConfig.parse(match, rate=secs["match_rate"], delay_s=secs["delay"],
+                             jitter_s=secs["jitter"], late_rate=secs["late_rate"],
+                             late_by_s=secs["late_by"])
+
+
 def run_stream_client(app: AppContext, name: str, view: str, as_json: bool,
-                      landing: Path | None, **opts: Any) -> None:
-    """``slidewin client --stream NAME`` for a declared stream (``client.sim.typed_session``)."""
+                      landing: Path | None, match: MatchConfig | None = None,
+                      **opts: Any) -> None:
+    """``slidewin client --stream NAME`` for a declared stream (``client.sim.typed_session``),
+    with --match a second one whose records refer to it (``client.sim.matched``)."""
     refuse_events_only(name, opts)
-    config = stream_config(app, name, landing, **opts)
+    config = stream_config(app, name, landing, match, **opts)
     with app.connect() as conn:
         require_schema(conn)
         stream = streams.get_stream(conn, name)
+        right = streams.get_stream(conn, match.stream) if match is not None else None
+    if match is not None and right is not None:
+        check_match(stream, right, match)  # before anything is written
     out = report_stream(as_json, app.quiet)
     display = client_display(view, out)
     stop = Stop()
     app.progress(f"writing {config.ratelimit:g} events/s of stream {name} into "
                  f"{config.landing / name} for {config.duration:g} s")
+    if match is not None:
+        app.progress(f"and for {match.rate:.0%} of them a record of stream {match.stream} "
+                     f"whose {match.column} is its {stream.key}, {match.timing()}, into "
+                     f"{config.landing / match.stream}")
+    session = None
     try:
-        session = StreamSession(config, stream, app.dsn, display)
+        session = StreamSession(config, stream, app.dsn, display, right=right)
         with stop_on_signals(stop):
             summary = session.run(stop)
+        side = _side_summary(app, session, stop)
     finally:
         display.close()
+        if session is not None and session.side is not None:
+            session.side.close()
     if out is not None:
         for line in format_stream_summary(summary):
             click.echo(line, file=out)
+        if side is not None:
+            for line in format_stream_summary(side):
+                click.echo(line, file=out)
+        if session.matched is not None and match is not None:
+            click.echo(match_line(session.matched.stats, name, match.stream, match), file=out)
+    totals = partial(_with_match, summary, side, session)
     cut_short = interrupted(
         stop, f"after {summary.duration_s:.0f} s of {config.duration:g} s; the summary counts "
         "the run until then")
     if cut_short is not None:
-        app.error_totals = summary.as_json
+        app.error_totals = totals
         raise cut_short
     if as_json:
-        emit_json(summary.as_json())
+        emit_json(totals())
+
+
+def _side_summary(app: AppContext, session: StreamSession,
+                  stop: threading.Event) -> StreamSummary | None:
+    """The matched stream's totals (None without --match, or when the store could not be
+    read: the first stream's summary stands alone)."""
+    if session.side is None:
+        return None
+    try:
+        return session.side.summary(drain_s=0.0 if stop.is_set() else 5.0)
+    except Exception as exc:  # the run's own summary matters more
+        app.progress(f"stream {session.side.stream.name}: no summary ({type(exc).__name__}: "
+                     f"{exc})")
+        return None
+
+
+def _with_match(summary: StreamSummary, side: StreamSummary | None,
+                session: StreamSession) -> dict[str, Any]:
+    """The summary's JSON object; with --match the matched stream's under ``streams`` and the
+    matches under ``match``."""
+    out = summary.as_json()
+    match = session.config.match
+    if side is not None:
+        out["streams"] = {side.stream: side.as_json()}
+    if session.matched is not None and match is not None:
+        out["match"] = {"stream": match.stream, "column": match.column, "rate": match.rate,
+                        "delay_s": match.delay_s, "jitter_s": match.jitter_s,
+                        "late_rate": match.late_rate, "late_by_s": match.late_by_s,
+                        **session.matched.stats.snapshot()}
+    return out
 
 
 @click.command("client", cls=SlidewinCommand)
@@ -264,13 +344,34 @@ def run_stream_client(app: AppContext, name: str, view: str, as_json: bool,
                    "streams list`), whose events of its own shape go to <landing>/NAME/ "
                    "(--keys defaults to 100 and --ratelimit to 1000 for it; --historyseconds "
                    "is then the reports' window, default the stream's history).")
+@click.option("--match", default=None, metavar="STREAM.COLUMN",
+              help="With --stream NAME: also write the declared stream STREAM, whose COLUMN "
+                   "holds the key of a NAME record -- two streams to join on NAME's key = "
+                   "STREAM.COLUMN. A share of NAME's records (--match-rate) get one STREAM "
+                   "record each, --delay (+- --jitter) after it, written into <landing>/STREAM/ "
+                   "when that time comes; NAME's --keys defaults to 0 (each record its own key).")
+@click.option("--match-rate", type=float, default=0.8, show_default=True, metavar="SHARE",
+              help="With --match: the share of NAME's records that get a STREAM record (0-1).")
+@click.option("--delay", type=DURATION, default="5s", show_default=True,
+              help="With --match: how long after a NAME record its STREAM record happens.")
+@click.option("--jitter", type=DURATION, default="0s", show_default=True,
+              help="With --match: each delay is drawn evenly from --delay +- --jitter (never "
+                   "below 0).")
+@click.option("--late-rate", type=float, default=0.0, show_default=True, metavar="SHARE",
+              help="With --match: the share of STREAM records written --late-by after their "
+                   "time, behind newer ones (late for a join whose grace is shorter; past the "
+                   "stream's own grace, rejected as late).")
+@click.option("--late-by", type=DURATION, default="10s", show_default=True,
+              help="With --match: how late the --late-rate records are written.")
 @click.option("--deleter", type=click.Choice(DELETERS), default="client", show_default=True,
               help="With --no-inline: who runs the retention deletes -- this client (in a "
               "thread), or the scheduler (`slidewin jobs run`), which keeps the store's "
               "policy unless --historyseconds, --maxrows, ... are given.")
 @pass_app
 def client_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
-                   deleter: str, stream_name: str, **opts: Any) -> None:
+                   deleter: str, stream_name: str, match: str | None, match_rate: float,
+                   delay: timedelta, jitter: timedelta, late_rate: float, late_by: timedelta,
+                   **opts: Any) -> None:
     """Write random events into the landing directory and report on the window, as VoltDB's
     windowing client does: averages over 1/5/10/30 s, a max tracker, throughput, freshness,
     deletes, rejects; a final summary at the end.
@@ -279,6 +380,12 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     stops early: the summary so far is printed, and the exit code is 130 (SIGTERM: 143).
     With --json, stdout holds only the summary's JSON object; the reports go to stderr.
 
+    Two streams to join: --stream orders --match shipments.order_id writes orders and, for a
+    share of them (--match-rate), a shipments record whose order_id is the order's id, --delay
+    (+- --jitter) later, into <landing>/shipments/ when that time comes; --late-rate writes a
+    share of them late, out of order. Both streams are declared ones (`slidewin streams add`);
+    each report shows both and how many orders got a shipment.
+
     \b
     Examples:
       slidewin client --duration 60 --ratelimit 20000
@@ -286,9 +393,14 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
       slidewin client --inline --landing /tmp/landing      # ingest runs with --inline
       slidewin client --deleter jobs   # `slidewin jobs run` deletes, by the stored policy
       slidewin client --stream sensors --ratelimit 500   # a declared stream's own events
+      slidewin client --stream orders --match shipments.order_id --match-rate 0.8 \\
+          --delay 5s --jitter 2s   # orders, and a shipment for 80% of them ~5 s later
     """
+    matched = match_config(stream_name, match, match_rate=match_rate, delay=delay,
+                           jitter=jitter, late_rate=late_rate, late_by=late_by)
     if stream_name != "events":
-        run_stream_client(app, stream_name, view, as_json, landing, deleter=deleter, **opts)
+        run_stream_client(app, stream_name, view, as_json, landing, matched, deleter=deleter,
+                          **opts)
         return
     config = build_config(app, landing, deleter, **opts)
     if deleter == "jobs" and not gave_retention_options():

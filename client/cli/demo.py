@@ -31,6 +31,15 @@ a second generator in a thread (``client.sim.typed_session.SideStream``, --demo-
 events/s); each report ends with that stream's rows and measure, the summary with its totals.
 The ingest reads its folder, ``<landing>/demo_sensors/``, and the scheduler applies its history.
 When the demo ends it drops the stream it declared (--keep-demo-stream keeps it).
+
+A join beside them (``client.cli.demo_join``): the demo declares ``demo_orders`` and
+``demo_shipments`` and defines the left interval join ``demo_orders_shipments`` (a shipment 0-30 s
+after its order, grace 5 s) unless they are there, writes orders at --join-rate and a shipment for
+80% of them 5 s +- 2 s later (1% written 10 s late) in a thread of their own, and each report ends
+with the join's pairs, unshipped orders (left-only, final), late records, W and result freshness
+(``emitted_at`` minus when the pair's second record was written); the summary adds the newest
+pairs, and --json the join's figures under ``joins``. At the end the demo drops the join, then the
+streams, that it made (--keep-demo-join keeps them).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -48,6 +58,7 @@ from typing import Any
 
 import click
 
+from client.cli import demo_join
 from client.cli.client import build_config, client_options, report_stream, run_client
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.interrupts import interrupted
@@ -56,6 +67,7 @@ from client.cli.root import SlidewinCommand
 from client.processes import Child, Launch, slidewin_child, start_child
 from client.sim.config import ClientConfig
 from client.sim.generator import EventGenerator, GeneratorConfig
+from client.sim.join_demo import JoinSummary, format_join_summary
 from client.sim.session import record_retention
 from client.sim.typed_session import SideStream, StreamSummary, format_stream_summary
 from db import sessions, streams
@@ -305,11 +317,20 @@ def preflight(app: AppContext) -> str:
 @click.option("--keep-demo-stream", is_flag=True,
               help=f"Leave {STREAM_NAME} declared when the demo ends (by default the demo drops "
                    "the stream it declared, with its rows).")
+@click.option("--join-rate", type=COUNT, default="100", show_default=True,
+              help=f"Orders per second of the join demo: {demo_join.ORDERS} and "
+                   f"{demo_join.SHIPMENTS} (a shipment for 80% of the orders, 5s +- 2s later, 1% "
+                   f"of them written 10s late), joined live by {demo_join.JOIN_NAME} (left join, "
+                   "a shipment 0-30s after its order, grace 5s). 0: no join demo; nothing is "
+                   "declared.")
+@click.option("--keep-demo-join", is_flag=True,
+              help=f"Leave {demo_join.JOIN_NAME} and its two streams when the demo ends (by "
+                   "default the demo drops the join and the streams it made, with their rows).")
 @pass_app
 def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None,
                  trigger: Any, startup_timeout: Any, session_gap: Any,
                  keep_session_window: bool, demo_stream_rate: int, keep_demo_stream: bool,
-                 **opts: Any) -> None:
+                 join_rate: int, keep_demo_join: bool, **opts: Any) -> None:
     """Run everything at once: PostgreSQL (embedded unless --dsn), the schema, the Spark ingest,
     the retention scheduler (unless --inline) and the client, for --duration; then stop every
     part and print the final summary. Ctrl-C stops early, just as cleanly, and exits 130
@@ -323,13 +344,19 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     as VoltDB's client, and registers nothing. Beside events, a second stream: the demo declares
     demo_sensors (sensor, ts, temp, site; history: --historyseconds) unless it exists, feeds it
     at --demo-stream-rate, reports its rows and temp every interval, and drops it when it ends
-    (--keep-demo-stream keeps it). Needs Java 17+ for Spark.
+    (--keep-demo-stream keeps it). And a join: the demo declares demo_orders and
+    demo_shipments, defines the left join demo_orders_shipments (a shipment 0-30s after its
+    order, grace 5s), writes orders at --join-rate and shipments for 80% of them about 5s
+    later, reports the join's pairs, unshipped orders, late records, W and result freshness
+    every interval, and drops what it made when it ends (--keep-demo-join keeps it; --join-rate
+    0 runs no join). Needs Java 17+ for Spark.
 
     \b
     Examples:
       slidewin demo --duration 60
       slidewin demo --duration 30 --ratelimit 5000 --historyseconds 10
       slidewin demo --inline --maxrows 50000 --historyseconds 0
+      slidewin demo --duration 90 --join-rate 500 --keep-demo-join
       slidewin --dsn postgresql://127.0.0.1/demo demo --json
     """
     if opts.get("keys") is None:
@@ -347,10 +374,19 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
             app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
         config.landing.mkdir(parents=True, exist_ok=True)
         side, declared = _side_stream(app, conn, config, dsn, demo_stream_rate)
+        try:
+            joined = demo_join.set_up(app, conn, config, dsn, join_rate)
+        except BaseException:
+            if registered:
+                _leave_session_window(app, keep_session_window)
+            if declared:
+                _leave_demo_stream(app, keep_demo_stream)
+            raise
     demo = Demo(app, config, folder, dsn)
     stop = Stop()
     summary = None
     side_summary: StreamSummary | None = None
+    join_summary: JoinSummary | None = None
     with stop_on_signals(stop):
         try:
             demo.start_ingest(
@@ -365,15 +401,21 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                              f"into {config.landing}; logs in {folder}")
                 if side is not None:
                     side.start(stop, config.duration)
+                if joined is not None:
+                    joined.feed.start(stop, config.duration, config.warmup)
                 summary = run_client(config, dsn, view, stop, drain_s=15.0, app=app,
-                                     as_json=as_json,
-                                     extra_report=side.lines if side is not None else None)
+                                     as_json=as_json, extra_report=_extra_report(side, joined))
                 if side is not None:
                     side_summary = _side_summary(app, side, stop, as_json)
+                if joined is not None:
+                    join_summary = _join_summary(app, joined, stop, as_json)
         finally:
             if side is not None:
                 side.stop()
                 side.close()
+            if joined is not None:
+                joined.feed.stop()
+                joined.feed.watch.close()
             with contextlib.suppress(Exception):
                 demo.stop_all()
             demo.cleanup()
@@ -381,10 +423,12 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                 _leave_session_window(app, keep_session_window)
             if declared:
                 _leave_demo_stream(app, keep_demo_stream)
+            if joined is not None:
+                demo_join.leave(app, joined, keep_demo_join)
             app.progress(_retention_stays(config))
     if summary is not None:
         # a failure's JSON line carries the whole summary
-        app.error_totals = partial(_with_stream, summary, side_summary)
+        app.error_totals = partial(_with_stream, summary, side_summary, join_summary)
     if demo.died:
         raise DemoError(demo.died)
     if summary is None:
@@ -396,7 +440,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     if cut_short is not None:
         raise cut_short
     if as_json:
-        emit_json(_with_stream(summary, side_summary))
+        emit_json(_with_stream(summary, side_summary, join_summary))
 
 
 def _side_stream(app: AppContext, conn: Any, config: ClientConfig, dsn: str,
@@ -430,9 +474,40 @@ def _side_summary(app: AppContext, side: SideStream, stop: threading.Event,
     return found
 
 
-def _with_stream(summary: Any, side: StreamSummary | None) -> dict[str, Any]:
-    """The summary's JSON object, with the demo stream's under ``streams``."""
+def _extra_report(side: SideStream | None,
+                  joined: demo_join.DemoJoin | None) -> Callable[[], list[str]] | None:
+    """The lines each report adds: the demo stream's, then the join's."""
+    parts = [f for f in (side.lines if side is not None else None,
+                         joined.feed.watch.lines if joined is not None else None)
+             if f is not None]
+    if not parts:
+        return None
+    return lambda: [line for part in parts for line in part()]
+
+
+def _join_summary(app: AppContext, joined: demo_join.DemoJoin, stop: threading.Event,
+                  as_json: bool) -> JoinSummary | None:
+    """The join's totals and newest pairs, printed last (None when the store could not be
+    read: the streams' summaries stand alone)."""
+    try:
+        found = joined.feed.summary(drain_s=0.0 if stop.is_set() else 5.0)
+    except Exception as exc:  # the run's own summary matters more than the join's
+        app.progress(f"join {joined.join.name}: no summary ({type(exc).__name__}: {exc})")
+        return None
+    out = report_stream(as_json, app.quiet)
+    if out is not None:
+        for line in format_join_summary(found, "order", "shipment"):
+            click.echo(line, file=out)
+    return found
+
+
+def _with_stream(summary: Any, side: StreamSummary | None,
+                 join: JoinSummary | None = None) -> dict[str, Any]:
+    """The summary's JSON object, with the demo stream's under ``streams`` and the join's under
+    ``joins``."""
     out: dict[str, Any] = summary.as_json()
     if side is not None:
         out["streams"] = {side.stream: side.as_json()}
+    if join is not None:
+        out["joins"] = {join.join: join.as_json()}
     return out

@@ -207,13 +207,19 @@ class TypedEventGenerator:
             out.append(round(now, 3))
         return out
 
-    def rows(self, ts_us: np.ndarray) -> dict[str, list[Any]]:
-        """The columns of one batch, by name, in the stream's column order."""
+    def rows(self, ts_us: np.ndarray,
+             given: dict[str, list[Any]] | None = None) -> dict[str, list[Any]]:
+        """The columns of one batch, by name, in the stream's column order; the columns in
+        ``given`` take its values (``client.sim.matched``: a column that refers to another
+        stream's records), the others are drawn."""
+        given = given or {}
         times = [_EPOCH + timedelta(microseconds=int(t)) for t in ts_us]
-        keys = self.keys(ts_us)
+        keys = given[self.stream.key] if self.stream.key in given else self.keys(ts_us)
         out: dict[str, list[Any]] = {}
         for col in self.stream.columns:
-            if col.name == self.stream.key:
+            if col.name in given:
+                out[col.name] = given[col.name]
+            elif col.name == self.stream.key:
                 out[col.name] = keys
             elif col.name == self.stream.time:
                 out[col.name] = times
@@ -230,7 +236,13 @@ class TypedEventGenerator:
     # ---- writing --------------------------------------------------------------------------
     def write_batch(self, n: int, start: datetime, end: datetime) -> Batch:
         """Write n events created in (start, end] as one file that appears atomically."""
-        columns = self.batch(n, start, end)
+        return self.write_columns(self.batch(n, start, end), start, end)
+
+    def write_columns(self, columns: dict[str, list[Any]], start: datetime,
+                      end: datetime) -> Batch:
+        """Write one batch's columns (``rows``) as one file that appears atomically; its
+        events' times are within (start, end]."""
+        n = len(columns[self.stream.time])
         self._sequence += 1
         fmt = self.config.fmt
         name = f"{self._prefix}-{self._sequence:08d}{_SUFFIX[fmt]}"

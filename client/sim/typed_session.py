@@ -12,6 +12,11 @@ interval:
   else the stream's history, else 30 s), read with ``db.streams.summary`` from the rollups;
 - freshness: how old the newest event the ingest committed is (``slidewin.stream_state``).
 
+With a match (``slidewin client --stream orders --match shipments.order_id``, see
+``client.sim.matched``) the session writes a second stream beside it whose records refer to the
+first one's keys; each report then adds the second stream's lines and a line of the matches so
+far.
+
 Retention is the stream's own (its history, applied by ``slidewin jobs run``): the session
 deletes nothing. The run ends at ``duration`` or when ``stop`` is set; the written events then
 get up to ``drain_s`` to be ingested (not after Ctrl-C), and a final summary is returned.
@@ -32,6 +37,7 @@ import psycopg
 
 from client.sim.generator import FORMATS, Batch, check_keys
 from client.sim.live import Display
+from client.sim.matched import MatchConfig, MatchedStreams, match_line
 from client.sim.reporter import Failures, StoreWatch, Totals, hms, show, stream_scope
 from client.sim.typed_generator import DEFAULT_KEYS, TypedEventGenerator, TypedGeneratorConfig
 from db import streams
@@ -62,6 +68,7 @@ class StreamClientConfig:
     burst: float = 5.0
     pause: float = 20.0
     reconnect_timeout: float = 180.0
+    match: MatchConfig | None = None  # a second stream whose records refer to this one's
 
     def __post_init__(self) -> None:
         for option, value, example in (("--displayinterval", self.displayinterval, "5"),
@@ -277,10 +284,12 @@ def format_stream_summary(s: StreamSummary) -> list[str]:
 
 
 class StreamSession:
-    """Wire the generator and the reporter for one declared stream; ``run`` blocks."""
+    """Wire the generator and the reporter for one declared stream (and, with the config's
+    match, the ``right`` stream beside it); ``run`` blocks."""
 
     def __init__(self, config: StreamClientConfig, stream: Stream, dsn: str, display: Display,
-                 clock: Clock = utc_now, drain_s: float = 10.0) -> None:
+                 clock: Clock = utc_now, drain_s: float = 10.0,
+                 right: Stream | None = None) -> None:
         self.config, self.stream, self.dsn, self.display = config, stream, dsn, display
         self.clock, self.drain_s = clock, drain_s
         self.failures = Failures()
@@ -290,6 +299,15 @@ class StreamSession:
                                  fmt=config.fmt, keys=config.keys, burst_s=config.burst,
                                  pause_s=config.pause),
             clock=clock)
+        self.matched: MatchedStreams | None = None
+        self.side: SideStream | None = None  # the matched stream's reports and summary
+        if config.match is not None:
+            if right is None:
+                raise ValueError("a match needs its right stream")
+            self.matched = MatchedStreams(self.generator, right, config.match)
+            self.side = SideStream(right, config.landing, dsn, rate=0.0,
+                                   window_s=report_window(config, right),
+                                   generator=self.matched.right, clock=clock)
         self.reporter: StreamReporter | None = None
         self._threads_stop = threading.Event()
         self._stop = threading.Event()
@@ -298,7 +316,14 @@ class StreamSession:
 
     def _report(self) -> None:
         assert self.reporter is not None
-        self.display.report(format_stream_report(self.reporter.report()))
+        self.display.report(self._lines(self.reporter.report()))
+
+    def _lines(self, report: StreamReport) -> list[str]:
+        lines = format_stream_report(report)
+        if self.matched is not None and self.side is not None and self.config.match:
+            lines += [*self.side.lines(), "  " + match_line(
+                self.matched.stats, self.stream.name, self.side.stream.name, self.config.match)]
+        return lines
 
     def _loop(self) -> None:
         """A report every display interval; a lost database is waited for, then the reporter
@@ -333,9 +358,11 @@ class StreamSession:
         thread = threading.Thread(target=self._loop, name="slidewin-stream-reporter",
                                   daemon=True)
         thread.start()
+        writer = self.matched or self.generator
+        if self.side is not None:
+            self.side.begin()
         try:
-            self.generator.run(stop, until=started + self.config.duration,
-                               on_batch=warm.on_batch)
+            writer.run(stop, until=started + self.config.duration, on_batch=warm.on_batch)
             ended = time.monotonic()
             self._drain(stop)
         finally:
@@ -365,7 +392,7 @@ class StreamSession:
 
     def _finish(self, started: float, ended: float, warm: _Warmup) -> StreamSummary:
         assert self.reporter is not None
-        self.display.report(format_stream_report(self.reporter.report()))
+        self.display.report(self._lines(self.reporter.report()))
         totals = self.reporter.watch.totals.copy()
         at_warmup = warm.totals or Totals()
         measures = measure_lines(self.reporter.conn, self.stream, self.window_s, self.clock())
@@ -419,10 +446,14 @@ class SideStream:
 
     def __init__(self, stream: Stream, landing: Path, dsn: str, *, rate: float,
                  window_s: float, seed: int | None = None, fmt: str = "jsonl",
-                 keys: int | None = DEFAULT_KEYS, clock: Clock = utc_now) -> None:
+                 keys: int | None = DEFAULT_KEYS, clock: Clock = utc_now,
+                 generator: TypedEventGenerator | None = None) -> None:
+        """``generator``: report on the records another writer writes through it (a matched
+        stream's, ``client.sim.matched``) instead of a generator of its own; ``start`` is then
+        not called."""
         self.stream, self.dsn, self.window_s, self.clock = stream, dsn, window_s, clock
         self.failures = Failures()
-        self.generator = TypedEventGenerator(
+        self.generator = generator or TypedEventGenerator(
             TypedGeneratorConfig(landing, stream, rate=rate, seed=seed, fmt=fmt, keys=keys),
             clock=clock)
         self.reporter: StreamReporter | None = None
@@ -445,10 +476,22 @@ class SideStream:
 
         threading.Thread(target=forward, name="slidewin-side-stop", daemon=True).start()
 
-        self.started = time.monotonic()
+        self.begin()
         self._thread = threading.Thread(target=run, name=f"slidewin-{self.stream.name}",
                                         daemon=True)
         self._thread.start()
+
+    def begin(self) -> None:
+        """Start counting now, before the first record is written: the store's totals are
+        counted from when the reporter opens (a failure here is counted, and the first report
+        tries again)."""
+        self.started = time.monotonic()
+        with self._lock:
+            try:
+                self._reporter()
+            except psycopg.Error as exc:
+                self.failures.add(f"stream {self.stream.name} watch", exc)
+                self.close()
 
     def stop(self) -> None:
         self._stop.set()
