@@ -2,7 +2,8 @@
 
 Data goes: raw events, the rollups of every grain, dead letters, the ingest's batch markers and
 stream state (its watermark), retention's progress, session windows' sessions and tombstones,
-the jobs' run history. Definitions stay: the schema and partition count, retention policies
+the jobs' run history, the counters /metrics reports (a reset restarts them, as a process
+restart does). Definitions stay: the schema and partition count, retention policies
 (``retention_settings``), session window definitions, the scheduler's jobs -- what a person
 typed to set the store up, which a fresh start should not make them type again. A session
 window definition keeps its name, gap, grace and retention but starts again from nothing: its
@@ -25,7 +26,7 @@ from psycopg import sql
 
 DATA_TABLES = (
     "events", "rollups", "rollups_coarse", "dead_letters", "ingest_batches", "stream_state",
-    "retention_state", "session_store", "session_tombstones", "job_runs",
+    "retention_state", "session_store", "session_tombstones", "job_runs", "counters",
 )
 KEPT_TABLES = ("config", "schema_version", "retention_settings", "session_defs",
                "apscheduler_jobs")

@@ -75,7 +75,7 @@ BASELINE: tuple[str, ...] = (
 # Areas with SQL of their own; each folder's ``order.txt`` lists its files, one per line, in the
 # order to apply them (after BASELINE). Every file there is idempotent too.
 AREAS: tuple[str, ...] = (
-    "ingest", "jobs", "client", "windows", "sessions", "keys", "streams", "joins",
+    "ingest", "jobs", "client", "windows", "sessions", "keys", "streams", "joins", "metrics",
 )
 
 

@@ -75,6 +75,10 @@ BEGIN
         VALUES (p_part, v_retired)
         ON CONFLICT (part) DO UPDATE
            SET retired_through = greatest(s.retired_through, excluded.retired_through);
+        -- what /metrics reports as deleted by retention (a row per partition: see
+        -- slidewin.counters)
+        PERFORM slidewin.counter_add('retention_deleted',
+                               jsonb_build_object('stream', 'events', 'part', p_part), v_deleted);
     END IF;
     RETURN v_deleted;
 END

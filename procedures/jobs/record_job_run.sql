@@ -2,7 +2,18 @@
 --
 -- Contract: inserts one slidewin.job_runs row and deletes that job's rows older than its newest
 -- p_keep (so the table stays bounded however long the scheduler runs). Returns the new row's id.
--- Cost: one insert plus an index range delete of, in the steady state, one row.
+-- Counts the run in slidewin.counters (job_runs by kind and outcome), which the pruning leaves
+-- alone. Cost: one insert, one counter upsert and an index range delete of, in the steady state,
+-- one row.
+CREATE OR REPLACE FUNCTION slidewin.job_outcome(p_error text, p_skipped boolean)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN p_error IS NOT NULL THEN 'error'
+                WHEN coalesce(p_skipped, false) THEN 'skipped'
+                ELSE 'ok' END;
+$$;
+
 CREATE OR REPLACE FUNCTION slidewin.record_job_run(
     p_job text, p_kind text, p_started_at timestamptz, p_finished_at timestamptz,
     p_rounds integer, p_deleted_by_part jsonb, p_caught_up boolean, p_skipped boolean,
@@ -25,6 +36,8 @@ BEGIN
             coalesce(p_deleted_by_part, '{}'), p_caught_up, coalesce(p_skipped, false),
             coalesce(p_detail, '{}'), p_error)
     RETURNING id INTO v_id;
+    PERFORM slidewin.counter_add('job_runs', jsonb_build_object(
+        'kind', p_kind, 'outcome', slidewin.job_outcome(p_error, p_skipped)), 1);
     SELECT r.id INTO v_oldest FROM slidewin.job_runs r
      WHERE r.job = p_job ORDER BY r.id DESC OFFSET p_keep LIMIT 1;
     IF v_oldest IS NOT NULL THEN

@@ -53,6 +53,8 @@ BEGIN
         'WHERE t.%2$I = d.k AND t.%3$I = d.ts RETURNING t.%3$I) SELECT count(*) FROM gone',
         v_s.name, v_s.key_column, v_s.time_column)
     INTO v_total USING v_cut, p_chunk;
+    PERFORM slidewin.counter_add('retention_deleted', jsonb_build_object('stream', v_s.name),
+                                 v_total);
     RETURN v_total;
 END
 $$;
