@@ -48,6 +48,8 @@ ARGS: dict[str, list[str]] = {
     "bench sessions": [],
     "bench windows": [],
     "client": ["--duration", "10"],
+    "db batches": [],
+    "db dead-letters": [],
     "db init": [],
     "db start": [],  # refuses: a DSN is configured (exit 2)
     "db status": [],
@@ -62,6 +64,7 @@ ARGS: dict[str, list[str]] = {
     "jobs pause": ["default"],
     "jobs remove": ["default"],
     "jobs resume": ["default"],
+    "jobs runs": [],
     "jobs run": ["--for", "5s"],
     "jobs status": [],
     "joins add": ["x", "--left", "a", "--right", "b", "--on", "id", "--within", "1m"],

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import click
 
+from client.answers import store as answer_store
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import json_option
 from client.cli.root import SlidewinGroup
-from db import embedded, joins, sessions, streams
+from db import embedded
 from db.config import configured_dsn, redact
 from db.connect import ensure_embedded
 from db.limits import MAX_PARTITIONS
 from db.schema import init_schema
-from db.status import partition_status, store_summary
 
 
 @click.group(cls=SlidewinGroup)
@@ -72,17 +73,14 @@ def db_status(app: AppContext, stream: str | None, as_json: bool) -> None:
         if stream is not None and stream != "events":
             _stream_status(app, conn, stream, as_json)
             return
-        parts = partition_status(conn)
-        head = store_summary(conn)
-        warnings = sessions.warnings(conn)
-        declared = streams.stream_status(conn) if stream is None else []
-        joined = _join_status(conn) if stream is None else []
+        answer = answer_store.store_status(conn, builtin_only=stream is not None)
     server = None if configured_dsn(app.dsn_option) else embedded.describe(app.data_dir)
-    for text in warnings:  # stderr, whatever -q says: not progress
+    answer = replace(answer, embedded=server)
+    head, parts, declared, joined = answer.head, answer.partitions, answer.streams, answer.joins
+    for text in answer.warnings:  # stderr, whatever -q says: not progress
         click.echo(f"warning: {text}", err=True)
     if as_json:
-        emit_json({**head, "embedded": server, "partitions": [p.as_json() for p in parts],
-                   "streams": declared, "joins": joined, "warnings": warnings})
+        emit_json(answer.as_json())
         return
     if server is not None:
         click.echo(_embedded_line(server))
@@ -127,17 +125,6 @@ JOIN_HEADER = (f"{'join':>20} {'kind':>8} {'W':>26} {'late l/r':>13} {'pairs':>1
                f"{'left only':>10} {'right only':>10}")
 
 
-def _join_status(conn: Any) -> list[dict[str, Any]]:
-    """Per join: its watermark W, the records late for it and the results it wrote."""
-    out = []
-    for j in joins.list_joins(conn):
-        s = joins.status(conn, j.name)
-        out.append({"join": j.name, "kind": j.kind, "watermark": _iso(s.watermark),
-                    "late_left": s.late_left, "late_right": s.late_right, "pairs": s.pairs,
-                    "left_only": s.left_only, "right_only": s.right_only})
-    return out
-
-
 def _join_line(j: dict[str, Any]) -> str:
     late = f"{j['late_left']}/{j['late_right']}"
     return (f"{j['join']:>20} {j['kind']:>8} {j['watermark'] or '-':>26} {late:>13} "
@@ -145,7 +132,7 @@ def _join_line(j: dict[str, Any]) -> str:
 
 
 def _stream_status(app: AppContext, conn: Any, name: str, as_json: bool) -> None:
-    found = streams.stream_status(conn, name)[0]
+    found = answer_store.stream_status(conn, name)
     if as_json:
         emit_json(found)
         return
@@ -166,12 +153,83 @@ def _embedded_line(server: dict) -> str:
     )
 
 
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def _ts(value: object) -> str:
     return value.isoformat(timespec="milliseconds") if value is not None else "-"  # type: ignore[attr-defined]
+
+
+@db.command("dead-letters")
+@click.option("--stream", default=None, help="One stream's dead letters (events: the built-in's).")
+@click.option("--reason", default=None, help="One reason's (malformed, late, expired, ...).")
+@click.option("--before", type=int, default=None,
+              help="Older than this id: the next_before of the previous page.")
+@click.option("--limit", type=click.IntRange(1, answer_store.MAX_PAGE), default=20,
+              show_default=True, help="At most this many.")
+@json_option("One JSON object on stdout.")
+@pass_app
+def db_dead_letters(app: AppContext, stream: str | None, reason: str | None,
+                    before: int | None, limit: int, as_json: bool) -> None:
+    """The rejected input records, newest first, a page at a time: why each was refused and
+    the record as it came (cut at 2,000 characters here; SQL has it whole).
+
+    \b
+    Examples:
+      slidewin db dead-letters --limit 5
+      slidewin db dead-letters --reason late --stream sensors --json
+      slidewin db dead-letters --before 1200       # the page after the one ending at 1200
+    SQL: SELECT * FROM slidewin.dead_letters ORDER BY id DESC LIMIT 20;
+    """
+    with app.connect() as conn:
+        answer = answer_store.dead_letters(conn, stream=stream, reason=reason, before=before,
+                                           limit=limit)
+    if as_json:
+        emit_json(answer.as_json())
+        return
+    if not answer.letters:
+        click.echo("no dead letters")
+    for d in answer.letters:
+        raw = d["raw"] if len(d["raw"]) <= 60 else d["raw"][:57] + "..."
+        click.echo(f"{d['id']:>8}  {_ts_text(d['received_at'])}  {d['stream']:<12} "
+                   f"{d['reason']:<14} {d['source']}: {raw!r}")
+    if answer.next_before is not None:
+        click.echo(f"more: slidewin db dead-letters --before {answer.next_before}")
+
+
+@db.command("batches")
+@click.option("--stream", default=None, help="One stream's batches (events: the built-in's).")
+@click.option("--before", default=None,
+              help="The page after this one: the next_before of the previous page.")
+@click.option("--limit", type=click.IntRange(1, answer_store.MAX_PAGE), default=20,
+              show_default=True, help="At most this many.")
+@json_option("One JSON object on stdout.")
+@pass_app
+def db_batches(app: AppContext, stream: str | None, before: str | None, limit: int,
+               as_json: bool) -> None:
+    """The ingest's committed batches, newest first: records read, accepted, duplicates and
+    rejected, the newest event time and how long each took.
+
+    \b
+    Examples:
+      slidewin db batches --limit 5
+      slidewin db batches --stream sensors --json
+    """
+    with app.connect() as conn:
+        answer = answer_store.batches(conn, stream=stream, before=before, limit=limit)
+    if as_json:
+        emit_json(answer.as_json())
+        return
+    if not answer.batches:
+        click.echo("no batches")
+    for b in answer.batches:
+        took = "-" if b["seconds"] is None else f"{b['seconds'] * 1000:.0f} ms"
+        click.echo(f"{_ts_text(b['committed_at'])}  {b['stream']:<12} #{b['batch_id']:<6} "
+                   f"{b['rows_in']:>8} in {b['accepted']:>8} accepted {b['duplicates']:>6} dup "
+                   f"{b['rejected']:>6} rejected  {took}")
+    if answer.next_before is not None:
+        click.echo(f"more: slidewin db batches --before '{answer.next_before}'")
+
+
+def _ts_text(value: str | None) -> str:
+    return "-" if value is None else value.replace("T", " ")[:23]
 
 
 @db.command("start")

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from client.answers import jobs as answer_jobs
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconnect_timeout_option
@@ -21,7 +22,7 @@ from db.signals import Stop, stop_on_signals
 from jobs import scheduler as sched
 from jobs import store
 from jobs.config import MAX_WORKERS, SPLITS, RetentionPolicy
-from jobs.status import JobStatus, all_status
+from jobs.status import JobStatus
 
 
 @click.group(cls=SlidewinGroup)
@@ -174,9 +175,10 @@ def jobs_list(app: AppContext, as_json: bool) -> None:
     Example:
       slidewin jobs list --json | jq '.jobs[].name'
     """
-    found = store.list_jobs(app.dsn)
+    answer = answer_jobs.job_list(app.dsn)
+    found = answer.jobs
     if as_json:
-        emit_json({"jobs": [j.as_json() for j in found]})
+        emit_json(answer.as_json())
         return
     if not found:
         click.echo("no jobs; add one with: slidewin jobs add retention --history 30s")
@@ -247,17 +249,52 @@ def jobs_status(app: AppContext, as_json: bool) -> None:
       slidewin jobs status
       slidewin jobs status --json | jq '.jobs[0].lag'
     """
-    found = store.list_jobs(app.dsn)
-    now = datetime.now(UTC)
     with app.connect() as conn:
-        statuses = all_status(conn, found, now)
+        answer = answer_jobs.jobs_status(conn, app.dsn)
+    statuses = answer.statuses
     if as_json:
-        emit_json({"now": now.isoformat(), "jobs": [s.as_json() for s in statuses]})
+        emit_json(answer.as_json())
         return
     if not statuses:
         click.echo("no jobs; add one with: slidewin jobs add retention --history 30s")
     for s in statuses:
         _echo_status(s)
+
+
+@jobs.command("runs")
+@click.option("--job", default=None, help="One job's runs (default: every job's).")
+@click.option("--before", type=int, default=None,
+              help="Older than this run id: the next_before of the previous page.")
+@click.option("--limit", type=click.IntRange(1, answer_jobs.MAX_RUNS), default=20,
+              show_default=True, help="At most this many.")
+@json_option("One JSON object on stdout.")
+@pass_app
+def jobs_runs(app: AppContext, job: str | None, before: int | None, limit: int,
+              as_json: bool) -> None:
+    """The runs the scheduler recorded, newest first: when, how long, rows deleted, errors
+    (the store keeps each job's newest 1,000 runs).
+
+    \b
+    Examples:
+      slidewin jobs runs --limit 5
+      slidewin jobs runs --job default --json
+    """
+    with app.connect() as conn:
+        answer = answer_jobs.job_runs(conn, job, before, limit)
+    if as_json:
+        emit_json(answer.as_json())
+        return
+    if not answer.runs:
+        click.echo("no runs recorded; the scheduler runs the jobs: slidewin jobs run")
+    for r in answer.runs:
+        took = (datetime.fromisoformat(r["finished_at"])
+                - datetime.fromisoformat(r["started_at"])).total_seconds() * 1000
+        state = "error: " + r["error"] if r["error"] else ("skipped" if r["skipped"] else "ok")
+        click.echo(f"{r['id']:>8}  {r['started_at'][:23].replace('T', ' ')}  {r['job']:<16} "
+                   f"{r['kind']:<10} {took:>7.0f} ms  {r['rounds']:>3} round(s)  "
+                   f"{r['deleted']:>8} deleted  {state}")
+    if answer.next_before is not None:
+        click.echo(f"more: slidewin jobs runs --before {answer.next_before}")
 
 
 def _echo_status(s: JobStatus) -> None:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 import click
 
-from client.cli.context import AppContext, emit_json, number, pass_app
+from client.answers import windows as answers
+from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import json_option
 from client.cli.root import SlidewinGroup
-from db import streams, windows
-from db.errors import ConfigError
+from db import windows
 
 SECONDS = click.option(
     "--seconds",
@@ -58,40 +56,15 @@ def query() -> None:
 def _answer(app: AppContext, what: str, seconds: int, relative_to: str, as_json: bool,
             stream: str = "events", measure: str | None = None) -> None:
     with app.connect() as conn:
-        if stream == "events":
-            if measure not in (None, "val"):
-                raise ConfigError(f"--measure {measure}: the events stream has one measure, val")
-            end = datetime.now(UTC) if relative_to == "now" else windows.stream_time(conn)
-            result = windows.summary(conn, seconds, end)
-            values = {"avg": result.avg, "max": result.vmax, "min": result.vmin,
-                      "sum": result.total, "count": result.n}
-            rows = result.n
-        else:
-            newest = (datetime.now(UTC) if relative_to == "now"
-                      else streams.newest_second(conn, stream))
-            if newest is None:
-                found: dict[str, Any] = {"n": 0, "cnt": 0, "total": None, "vmin": None,
-                                         "vmax": None, "avg": None}
-                end = None
-            else:
-                end = newest
-                last = newest.replace(microsecond=0)
-                found = streams.summary(conn, stream, last - timedelta(seconds=seconds - 1),
-                                        last + timedelta(seconds=1), measure)
-            values = {"avg": found["avg"], "max": found["vmax"], "min": found["vmin"],
-                      "sum": found["total"], "count": found["cnt"]}
-            rows = found["n"]
-    value = values[what]
-    shown_json = number(value) if isinstance(value, Decimal) else value
+        answer = answers.query(conn, what, seconds, relative_to, stream, measure)
     if as_json:
-        emit_json({"what": what, "seconds": seconds, "relative_to": relative_to,
-                   "end": end.isoformat() if end else None, "value": shown_json, "rows": rows,
-                   **({} if stream == "events" else {"stream": stream})})
-    elif value is None:
+        emit_json(answer.as_json())
+    elif answer.value is None:
         click.echo(f"{what} over the last {seconds} s: no data")
     else:
+        value = answer.value
         shown = f"{value:.3f}" if isinstance(value, float) else str(value)
-        click.echo(f"{what} over the last {seconds} s: {shown} ({rows} rows)")
+        click.echo(f"{what} over the last {seconds} s: {shown} ({answer.rows} rows)")
 
 
 QUESTIONS = (

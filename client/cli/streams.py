@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import click
 
+from client.answers import store as answer_store
+from client.answers.store import stream_json as _json
 from client.cli.context import AppContext, emit_json, pass_app
 from client.cli.options import DURATION, json_option
 from client.cli.root import SlidewinGroup
@@ -153,10 +154,10 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
       slidewin streams list --json
     """
     with app.connect() as conn:
-        found = streams.list_streams(conn)
-        rows = {s.name: (None if s.builtin else streams.row_count(conn, s)) for s in found}
+        answer = answer_store.stream_list(conn)
+    found, rows = answer.found, answer.rows
     if as_json:
-        emit_json({"streams": [{**_json(s), "rows": rows[s.name]} for s in found]})
+        emit_json(answer.as_json())
         return
     click.echo(f"{'stream':20}  {'key':16}  {'time':16}  {'measures':24}  {'rows':>10}  history")
     for s in found:
@@ -177,12 +178,11 @@ def show_cmd(app: AppContext, name: str, as_json: bool) -> None:
       slidewin streams show sensors
     """
     with app.connect() as conn:
-        stream = streams.get_stream(conn, name)
-        rows = streams.row_count(conn, stream)
+        answer = answer_store.stream_show(conn, name)
     if as_json:
-        emit_json({**_json(stream), "rows": rows})
+        emit_json(answer.as_json())
         return
-    click.echo(_describe(stream, rows))
+    click.echo(_describe(answer.stream, answer.rows))
 
 
 @streams_group.command("alter")
@@ -258,17 +258,6 @@ def _report(app: AppContext, stream: Stream, as_json: bool, line: str) -> None:
 
 def _hist(s: Stream) -> str:
     return "forever" if s.history is None else f"{s.history.total_seconds():g}s"
-
-
-def _json(s: Stream) -> dict[str, Any]:
-    return {"name": s.name, "key": s.key, "time": s.time, "builtin": s.builtin,
-            "columns": [{"name": c.name, "type": c.type, "required": c.required}
-                        for c in s.columns],
-            "measures": list(s.measures), "keep_extra": s.keep_extra,
-            "partitions": s.partitions,
-            "history_s": None if s.history is None else s.history.total_seconds(),
-            "grace_s": s.grace.total_seconds(),
-            "table": "slidewin.events" if s.builtin else f"slidewin_streams.{s.name}"}
 
 
 def _describe(s: Stream, rows: int | None) -> str:

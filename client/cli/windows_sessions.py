@@ -8,6 +8,9 @@ from typing import Any
 
 import click
 
+from client.answers import sessions as answer_sessions
+from client.answers.sessions import def_json as _def_json
+from client.answers.sessions import session_json
 from client.cli.context import AppContext, emit_json, number, pass_app
 from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, TIME, json_option
@@ -92,13 +95,10 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
       slidewin windows list --json
     """
     with app.connect() as conn:
-        defs = sessions.definitions(conn)
-        found = sessions.all_stats(conn)
-        warnings = sessions.warnings(conn, found)
-    stats = {s.name: s for s in found}
+        answer = answer_sessions.definitions(conn)
+    defs, stats, warnings = answer.defs, answer.stats, answer.warnings
     if as_json:
-        emit_json({"sessions": [{**_def_json(d.definition), **_stats_json(stats[d.definition.name])}
-                                for d in defs], "warnings": warnings})
+        emit_json(answer.as_json())
         return
     if not defs:
         click.echo("no window definitions; add one: slidewin windows add session NAME --gap 30s")
@@ -143,28 +143,21 @@ def sessions_cmd(app: AppContext, name: str | None, key: str | None, from_: date
       slidewin windows sessions --last 10m --limit 20 --json
       slidewin windows sessions visits --follow --emit final
     """
-    if key is not None and not 1 <= len(key) <= 200:
-        raise ConfigError(f"--key must be 1 to 200 characters, got {len(key)}")
-    if last is not None and (from_ is not None or to is not None):
-        raise ConfigError("--last and --from/--to both given; use one of them")
+    answer_sessions.check_request(key, from_, to, last)
     if follow and to is not None:
         raise ConfigError("--to does not go with --follow, which runs until stopped; give "
                           "--from or --last for where it starts")
     with app.connect() as conn:
-        state = sessions.definition(conn, name)
-        if last is not None:
-            end = state.stream_ts or utc_now()
-            from_, to = end - last, None
         if follow:
-            _follow(conn, state.definition.name, key, emit, as_json, from_)
+            state = sessions.definition(conn, name)
+            start, _end = answer_sessions.since(state, from_, to, last)
+            _follow(conn, state.definition.name, key, emit, as_json, start)
             return
-        found = sessions.sessions(conn, key, state.definition.name, from_, to, limit)
-        warnings = sessions.warnings(conn)
-    _warn(warnings)
+        answer = answer_sessions.session_list(conn, name, key, from_, to, last, limit)
+    state, found = answer.state, answer.found
+    _warn(answer.warnings)
     if as_json:
-        emit_json({"name": state.definition.name, "key": key,
-                   "stream_time": _iso(state.stream_ts), "close_time": _iso(state.close_time),
-                   "sessions": [session_json(s) for s in found]})
+        emit_json(answer.as_json())
         return
     click.echo(f"session window {state.definition.name}: {len(found)} sessions; stream time "
                f"{_hms(state.stream_ts)}, closed up to {_hms(state.close_time)}")
@@ -208,12 +201,6 @@ def session_line(s: sessions.Session, mark: str = "") -> str:
             f"{float(s.avg):>12.3f}  {tail}")
 
 
-def session_json(s: sessions.Session) -> dict[str, Any]:
-    return {"key": s.key, "start": s.start.isoformat(), "end": s.end.isoformat(),
-            "length_s": s.length.total_seconds(), "n": s.n, "sum": number(s.total),
-            "min": s.vmin, "max": s.vmax, "avg": float(s.avg), "final": s.final}
-
-
 def _follow(conn: Any, name: str, key: str | None, emit: str, as_json: bool,
             start: datetime | None) -> None:
     follower = session_follow.SessionFollower(name, key, emit, start=start)
@@ -240,19 +227,6 @@ def _follow(conn: Any, name: str, key: str | None, emit: str, as_json: bool,
     stopped_by(stop)
 
 
-def _def_json(d: sessions.SessionDef) -> dict[str, Any]:
-    return {"kind": "session", "name": d.name, "gap_s": d.gap.total_seconds(),
-            "grace_s": d.grace.total_seconds(), "retention_s": d.retention.total_seconds()}
-
-
-def _stats_json(s: sessions.SessionStats) -> dict[str, Any]:
-    longest = None if s.longest is None else s.longest.total_seconds()
-    return {"stream_time": _iso(s.stream_ts), "open": s.open, "merges": s.merges,
-            "late": s.late, "longest_s": longest, "longest_key": s.longest_key,
-            "events": s.events, "sessions_created": s.created,
-            "events_per_session": s.events_per_session, "seconds_spent": s.apply_seconds}
-
-
 def _cost_line(s: sessions.SessionStats) -> str:
     per = s.events_per_session
     ratio = f" ({per:.2f} per session)" if per is not None else ""
@@ -268,10 +242,6 @@ def _warn(warnings: list[str]) -> None:
 
 def _s(d: timedelta) -> str:
     return f"{d.total_seconds():g}s"
-
-
-def _iso(t: datetime | None) -> str | None:
-    return t.isoformat() if t else None
 
 
 def _hms(t: datetime | None) -> str:
