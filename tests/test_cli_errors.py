@@ -76,6 +76,7 @@ ARGS: dict[str, list[str]] = {
     "query max": [],
     "query min": [],
     "query sum": [],
+    "serve": ["--port", "0"],
     "streams add": ["x", "--key", "k", "--time", "ts"],
     "streams alter": ["x", "--history", "1h"],
     "streams drop": ["x", "--yes"],

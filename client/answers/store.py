@@ -5,7 +5,7 @@ dead-letters``, ``db batches``), and what the server reports of itself (info, he
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from typing import Any
 
@@ -23,7 +23,7 @@ RAW_CHARS = 2000  # of a dead letter's raw text, in a page (raw_chars: its whole
 
 # the stream an ingest batch wrote: the built-in ingest's markers are ``<query>/<reader>/<ckpt>``
 # (text, parquet), a declared stream's ``<query>/stream-<name>/<ckpt>`` (ingest.typed_sink)
-BATCH_STREAM_SQL = ("CASE WHEN split_part(query_id, '/', 2) LIKE 'stream-%' "
+BATCH_STREAM_SQL = ("CASE WHEN starts_with(split_part(query_id, '/', 2), 'stream-') "
                     "THEN substr(split_part(query_id, '/', 2), 8) ELSE 'events' END")
 
 
@@ -211,15 +211,20 @@ class Batches:
         return {"batches": self.batches, "next_before": self.next_before}
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _cursor(row: dict[str, Any]) -> str:
-    """A page's end as text: commit time, batch id and query id (which may hold '/')."""
-    return f"{row['committed_at']}|{row['batch_id']}|{row['query_id']}"
+    """A page's end as text that needs no quoting in a URL: commit time (Unix microseconds),
+    batch id and query id (which may hold '/')."""
+    at = datetime.fromisoformat(row["committed_at"])
+    return f"{(at - EPOCH) // timedelta(microseconds=1)}:{row['batch_id']}:{row['query_id']}"
 
 
 def _parse_cursor(text: str) -> tuple[datetime, int, str]:
     try:
-        at, batch, query = text.split("|", 2)
-        return datetime.fromisoformat(at), int(batch), query
+        at, batch, query = text.split(":", 2)
+        return EPOCH + timedelta(microseconds=int(at)), int(batch), query
     except ValueError:
         raise ConfigError(f"--before {text!r} is not where a page ends; pass the next_before "
                           "of the previous page") from None

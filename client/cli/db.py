@@ -225,7 +225,7 @@ def db_batches(app: AppContext, stream: str | None, before: str | None, limit: i
                    f"{b['rows_in']:>8} in {b['accepted']:>8} accepted {b['duplicates']:>6} dup "
                    f"{b['rejected']:>6} rejected  {took}")
     if answer.next_before is not None:
-        click.echo(f"more: slidewin db batches --before '{answer.next_before}'")
+        click.echo(f"more: slidewin db batches --before {answer.next_before}")
 
 
 def _ts_text(value: str | None) -> str:

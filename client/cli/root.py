@@ -180,6 +180,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "joins": ("client.cli.joins:joins_group",
               "Join two declared streams: in a time window, by rows, as of."),
     "query": ("client.cli.query:query", "Ask windowed questions (max, avg) of the rollups."),
+    "serve": ("client.cli.serve:serve_command",
+              "A live dashboard, JSON API and Prometheus metrics of the store."),
     "streams": ("client.cli.streams:streams_group",
                 "Declare your own streams: named, typed columns and measures."),
     "windows": ("client.cli.windows:windows_group",

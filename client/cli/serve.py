@@ -1,0 +1,58 @@
+"""``slidewin serve``: the live dashboard, the JSON API and Prometheus metrics of the store
+(a thin shell over ``client.serve``; the web stack is imported when the command runs)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+
+from client.cli.context import AppContext, pass_app
+from client.cli.interrupts import stopped_by
+from client.cli.options import DURATION_MS
+from db.schema import require_schema
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on; 0.0.0.0 for every interface (nothing asks who "
+                   "is connecting: keep it behind your own network's rules).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="The port; 0 takes a free one (stderr says which).")
+@click.option("--update-every", "update_every", type=DURATION_MS, default="1s",
+              show_default=True,
+              help="A dashboard view is read again at most this often, however often the "
+                   "store signals a change (bare numbers are ms).")
+@click.option("--pool", "pool_size", type=click.IntRange(1, 64), default=8, show_default=True,
+              help="Database connections for requests (plus one that listens for changes).")
+@pass_app
+def serve_command(app: AppContext, host: str, port: int, update_every: timedelta,
+                  pool_size: int) -> None:
+    """Serve a live view of the store: a dashboard at /, the JSON API under /api/v1 (its
+    OpenAPI document at /api/v1/openapi.json) and Prometheus metrics at /metrics. Read-only;
+    the page needs no internet. Runs until Ctrl-C or SIGTERM.
+
+    Each API route returns what the matching command's --json prints (integers beyond 2**53
+    as strings); live updates come as server-sent events from /api/v1/live, driven by the
+    store's change signals over one connection.
+
+    \b
+    Examples:
+      slidewin serve                          # http://127.0.0.1:8000/
+      slidewin serve --host 0.0.0.0 --port 8080
+      curl -s localhost:8000/api/v1/query/avg?seconds=30
+      curl -s localhost:8000/metrics | grep slidewin_ingest
+    """
+    dsn = app.dsn
+    with app.connect() as conn:  # fail now, with the fix, not on the first request
+        require_schema(conn)
+    from client.serve.server import serve
+
+    def ready(url: str) -> None:
+        app.progress(f"slidewin serve: dashboard {url}, API {url}api/v1/, metrics {url}metrics "
+                     "(Ctrl-C stops)")
+
+    stop = serve(dsn, host, port, on_ready=ready, min_interval=update_every.total_seconds(),
+                 pool_size=pool_size)
+    app.progress("slidewin serve stopped")
+    stopped_by(stop)

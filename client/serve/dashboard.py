@@ -1,0 +1,229 @@
+"""What the dashboard shows of one stream, read in one go: the series its charts draw and the
+tables beside them. ``client.serve.live`` reads it again after each change the store signals
+and sends browsers what changed.
+
+Series (rows of numbers, the x first, in Unix seconds):
+
+- ``ingest``: per second of commit time, events the ingest accepted and records dead-lettered
+  (every second of the range, 0 when nothing came);
+- ``freshness``: per committed batch, how old its newest event was at the commit, and how long
+  the batch took;
+- ``live``: per second of event time, the average, maximum and count of the measure;
+- ``window``: the chosen windows (tumbling, hopping or sliding) over the range: average,
+  maximum, count, and 1 when final;
+- ``lag``: sampled by the server at each reading (``client.serve.live``): the newest event's
+  age, and how far retention is behind its history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from client.answers import joins as answer_joins
+from client.answers import sessions as answer_sessions
+from client.answers import store as answer_store
+from client.answers import windows as answer_windows
+from client.answers.windows import BUILTIN, TIME_KINDS, iso
+from db import streams, windows
+from db.errors import ConfigError
+from db.retention_settings import read_settings
+from db.status import partition_status
+from db.units import parse_duration
+
+MIN_RANGE_S, MAX_RANGE_S = 60, 3600
+MAX_WINDOWS = 4000  # windows one chart may draw (the range over the advance)
+DEAD_LETTERS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class View:
+    """What one dashboard looks at: a stream (and measure), a window kind and its size and
+    advance, and how far back the charts reach."""
+
+    stream: str = BUILTIN
+    measure: str | None = None
+    kind: str = "tumbling"
+    size_s: int = 10
+    advance_s: int | None = None
+    range_s: int = 300
+
+    @classmethod
+    def parse(cls, stream: str | None = None, measure: str | None = None,
+              kind: str | None = None, size: str | None = None, advance: str | None = None,
+              range_: str | None = None) -> View:
+        kind = kind or "tumbling"
+        if kind not in TIME_KINDS:
+            raise ConfigError(f"kind {kind!r}: use one of {', '.join(TIME_KINDS)}")
+        size_s = _whole_seconds(size or "10s", "size")
+        advance_s = _whole_seconds(advance, "advance") if advance and kind == "hopping" else None
+        if kind == "hopping" and advance_s is None:
+            advance_s = max(size_s // 2, 1)
+        range_s = _whole_seconds(range_ or "5m", "range")
+        if not MIN_RANGE_S <= range_s <= MAX_RANGE_S:
+            raise ConfigError(f"range {range_s}s must be from {MIN_RANGE_S}s to {MAX_RANGE_S}s")
+        step = advance_s if kind == "hopping" else (1 if kind == "sliding" else size_s)
+        if range_s // max(step or 1, 1) > MAX_WINDOWS:
+            raise ConfigError(f"{range_s}s of {kind} windows every {step}s is more than "
+                              f"{MAX_WINDOWS} windows to draw; choose a larger advance or size")
+        return cls(stream or BUILTIN, measure or None, kind, size_s, advance_s, range_s)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"stream": self.stream, "measure": self.measure, "kind": self.kind,
+                "size_s": self.size_s, "advance_s": self.advance_s, "range_s": self.range_s}
+
+
+def _whole_seconds(text: str | None, name: str) -> int:
+    if text is None:
+        raise ConfigError(f"{name} is needed")
+    value = parse_duration(text, name=name)
+    seconds = value.total_seconds()
+    if seconds < 1 or seconds != int(seconds):
+        raise ConfigError(f"{name} {text!r} must be a whole number of seconds, 1s or more")
+    return int(seconds)
+
+
+def _epoch(t: datetime) -> float:
+    return round(t.timestamp(), 3)
+
+
+def _f(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+INGEST_SQL = f"""
+SELECT extract(epoch FROM date_trunc('second',
+           committed_at + coalesce(seconds, 0) * interval '1 second'))::bigint AS t,
+       sum(accepted)::bigint
+  FROM slidewin.ingest_batches
+ WHERE committed_at >= %(since)s - interval '10 minutes'
+   AND {answer_store.BATCH_STREAM_SQL} = %(stream)s
+ GROUP BY 1
+"""
+
+DEAD_SQL = """
+SELECT extract(epoch FROM date_trunc('second', received_at))::bigint AS t, count(*)
+  FROM slidewin.dead_letters
+ WHERE received_at >= %(since)s
+   AND ((%(stream)s = 'events' AND stream IS NULL) OR stream = %(stream)s)
+ GROUP BY 1
+"""
+
+FRESHNESS_SQL = f"""
+SELECT committed_at + coalesce(seconds, 0) * interval '1 second' AS done, max_ts, seconds
+  FROM slidewin.ingest_batches
+ WHERE committed_at >= %(since)s - interval '10 minutes'
+   AND {answer_store.BATCH_STREAM_SQL} = %(stream)s
+   AND max_ts IS NOT NULL
+ ORDER BY 1
+"""
+
+
+def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> dict[str, Any]:
+    """Everything the dashboard shows of ``view`` at ``now``: ``series`` (name -> rows),
+    ``start`` (name -> the x each series starts at) and ``parts`` (the tables and figures)."""
+    now = now or datetime.now(UTC)
+    conn.execute("SET jit = off")  # small range reads; the planner's guesses would JIT them
+    stream = streams.get_stream(conn, view.stream) if view.stream != BUILTIN else None
+    measure = view.measure
+    if stream is not None and measure is None and stream.measures:
+        measure = stream.measures[0]
+    since = now.replace(microsecond=0) - timedelta(seconds=view.range_s)
+    first = int(since.timestamp())
+    args = {"since": since, "stream": view.stream}
+
+    accepted: dict[int, int] = dict(conn.execute(INGEST_SQL, args).fetchall())
+    dead: dict[int, int] = dict(conn.execute(DEAD_SQL, args).fetchall())
+    ingest = [[t, int(accepted.get(t, 0)), int(dead.get(t, 0))]
+              for t in range(first, int(now.timestamp()) + 1)]
+    freshness = []
+    for done, max_ts, took in conn.execute(FRESHNESS_SQL, args):
+        if done >= since:
+            freshness.append([_epoch(done), round((done - max_ts).total_seconds(), 3),
+                              _f(took)])
+
+    # event time: the range ends with the stream's newest second (relative to the stream)
+    newest = (windows.stream_time(conn) if stream is None
+              else streams.newest_second(conn, view.stream))
+    end = (newest + timedelta(seconds=1)) if newest is not None else now.replace(microsecond=0)
+    start = end - timedelta(seconds=view.range_s)
+    per_second = answer_windows.window_spec("tumbling", timedelta(seconds=1),
+                                            stream=view.stream, measure=measure)
+    live = [[_epoch(w.start), w.avg, _f(w.vmax), w.n] for w in per_second.series(conn, start, end)]
+    spec = answer_windows.window_spec(
+        view.kind, timedelta(seconds=view.size_s),
+        timedelta(seconds=view.advance_s) if view.advance_s else None,
+        stream=view.stream, measure=measure)
+    chosen = [[_epoch(spec.place(w)), w.avg, _f(w.vmax), w.n, 1 if w.final else 0]
+              for w in spec.series(conn, start, end)]
+    state = answer_windows.completeness(conn, view.stream, start, end)
+
+    partitions, history, oldest = _partitions(conn, view, stream, now)
+    row = conn.execute("SELECT newest_ts FROM slidewin.stream_state WHERE stream = %s",
+                       (view.stream,)).fetchone()
+    newest_event = row[0] if row and row[0] else (
+        None if newest is None else newest + timedelta(seconds=1))  # else: its second's end
+    fresh_s = None if newest_event is None else round((now - newest_event).total_seconds(), 3)
+    lag_s = None
+    if history is not None and oldest is not None:
+        lag_s = round(max((now - oldest - history).total_seconds(), 0.0), 3)
+    gauges = {"now": iso(now), "stream_time": iso(state.stream_time),
+              "complete_up_to": iso(state.complete_up_to),
+              "retired_through": iso(state.retired_through), "late_in_range": state.late,
+              "freshness_s": fresh_s, "retention_lag_s": lag_s,
+              "history_s": None if history is None else history.total_seconds(),
+              "rows": sum(p["rows"] for p in partitions), "measure": measure}
+    parts = {
+        "view": {**view.as_json(), "measure": measure},
+        "gauges": gauges,
+        "partitions": partitions,
+        "dead_letters": answer_store.dead_letters(conn, stream=view.stream,
+                                                  limit=DEAD_LETTERS_SHOWN).as_json(),
+        "sessions": (answer_sessions.definitions(conn).as_json() if stream is None
+                     else {"sessions": [], "warnings": []}),
+        "joins": answer_joins.join_list(conn),
+        "streams": [{"name": s.name, "builtin": s.builtin, "measures": list(s.measures)}
+                    for s in streams.list_streams(conn)],
+        "health": answer_store.health(lambda: contextlib.nullcontext(conn))[0],
+    }
+    return {
+        "at": _epoch(now),
+        "series": {"ingest": ingest, "freshness": freshness, "live": live, "window": chosen},
+        "start": {"ingest": first, "freshness": _epoch(since), "live": _epoch(start),
+                  "window": _epoch(start)},
+        "samples": {"lag": [_epoch(now), fresh_s, lag_s]},
+        "parts": parts,
+    }
+
+
+def _partitions(conn: psycopg.Connection, view: View, stream: streams.Stream | None,
+                now: datetime) -> tuple[list[dict[str, Any]], timedelta | None, datetime | None]:
+    """Retention per partition: rows, time range, size and how far past the history its
+    oldest row is (built-in stream); a declared stream's one line. Also the history and the
+    oldest event, for the lag."""
+    if stream is not None:
+        d = answer_store.stream_status(conn, view.stream)
+        oldest = datetime.fromisoformat(d["oldest"]) if d["oldest"] else None
+        over = None
+        if stream.history is not None and oldest is not None:
+            over = round((now - oldest - stream.history).total_seconds(), 3)
+        return ([{"part": None, "rows": d["rows"], "oldest": d["oldest"], "newest": d["newest"],
+                  "bytes": d["bytes"], "age_over_s": over}], stream.history, oldest)
+    policy = read_settings(conn)
+    history = policy.history if policy is not None else None
+    out = []
+    oldest_all: datetime | None = None
+    for p in partition_status(conn):
+        over = None
+        if history is not None and p.oldest is not None:
+            over = round((now - p.oldest - history).total_seconds(), 3)
+        if p.oldest is not None:
+            oldest_all = p.oldest if oldest_all is None else min(oldest_all, p.oldest)
+        out.append({"part": p.part, "rows": p.rows, "oldest": iso(p.oldest),
+                    "newest": iso(p.newest), "bytes": p.table_bytes + p.index_bytes,
+                    "age_over_s": over})
+    return out, history, oldest_all

@@ -1,0 +1,300 @@
+"""The JSON API of ``slidewin serve``: every route returns exactly what the matching command's
+``--json`` prints for the same question (integers beyond 2**53 as strings, the one rule the
+API adds), failures are the CLI's error object with an HTTP status, an OpenAPI document lists
+the routes, health has ksqlDB's shape, and no response -- not even a failure's -- holds the DSN.
+
+The app runs in this process (FastAPI's TestClient) against a store written at pinned times;
+the clock is pinned too, so "now" is the same instant for the command and the route.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from client.cli import cli
+from client.serve.app import create_app
+from client.serve.jsonout import SAFE_INT, browser_safe, plain
+from db import joins, sessions, streams
+from db.config import redact
+from db.schema import init_schema
+from db.streams import Column
+from ingest.batch import GOOD_SCHEMA
+from ingest.sink import BatchRows, write_batch
+from jobs import store as job_store
+from jobs.config import RetentionPolicy
+from tests.conftest import T0
+from tests.pgfixture import create_database, drop_database
+
+with warnings.catch_warnings():  # starlette's TestClient asks for httpx's successor; httpx works
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+NOW = T0 + timedelta(seconds=120)
+PASSWORD = "Sw0rdfish-42"  # trust auth ignores it; no response may show it
+BIG = 2**62  # two of these in a window sum beyond what a browser number holds
+
+
+
+def _events(conn: psycopg.Connection, batch: int, rows: list[tuple[str, int, float]],
+            bad: list[tuple[str, str]]) -> None:
+    good = pa.Table.from_pylist(
+        [{"part": conn.execute("SELECT slidewin.partition_of(%s)", (k,)).fetchone()[0],
+          "uuid": k, "val": v, "ts": T0 + timedelta(seconds=s), "copies": 1}
+         for k, v, s in rows], schema=GOOD_SCHEMA)
+    dead = pa.Table.from_pylist(
+        [{"source": "in.jsonl", "reason": r, "detail": f"why {r}", "raw": raw} for r, raw in bad],
+        schema=pa.schema([(c, pa.string()) for c in ("source", "reason", "detail", "raw")]))
+    write_batch(conn, "api/text/1", "events", batch, lambda _s: BatchRows(good, dead),
+                grace=timedelta(seconds=5))
+
+
+@pytest.fixture(scope="module")
+def dsn(pg_admin_dsn: str) -> Iterator[str]:
+    """A store written at pinned times: events in batches with dead letters, a session window,
+    a declared stream with two measures, two joined streams, a retention job and its runs."""
+    made = create_database(pg_admin_dsn)
+    with psycopg.connect(made) as conn:
+        init_schema(conn, 4)
+    with psycopg.connect(made, autocommit=True) as conn:
+        sessions.define(conn, sessions.SessionDef("visits", timedelta(seconds=5)))
+        for b in range(6):
+            rows = [(f"k{i % 7}", i * 10 + b, b * 10 + i * 0.5) for i in range(15)]
+            bad = [("malformed", "{oops"), ("late", '{"uuid": "x"}')] if b % 2 else []
+            _events(conn, b, rows, bad)
+        _events(conn, 6, [("big1", BIG, 61.0), ("big2", BIG, 61.5)], [])
+        streams.define(conn, "sensors", key="sensor", time="ts",
+                       columns=[Column("sensor", "text"), Column("temp", "double precision"),
+                                Column("hum", "bigint")], measures=["temp", "hum"])
+        conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, temp, hum) "
+                     "SELECT 's' || (i %% 3), %s + i * interval '700 milliseconds', i / 4.0, i "
+                     "FROM generate_series(0, 80) i", (T0,))
+        conn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, '1s')",
+                     (T0 + timedelta(seconds=56), T0))
+        conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, stream) "
+                     "VALUES ('s.jsonl', 'bad_type', '{\"temp\": \"hot\"}', 'sensors')")
+        for name in ("orders", "payments"):
+            streams.define(conn, name, key="id", time="ts",
+                           columns=[Column("id", "text"), Column("k", "text")])
+        joins.define(conn, "paid", left="orders", right="payments", on="k",
+                     before=timedelta(seconds=5), after=timedelta(seconds=5), now=T0)
+        conn.execute("INSERT INTO slidewin_streams.orders (id, k, ts) VALUES "
+                     "('o1', 'a', %s), ('o2', 'b', %s)", (T0, T0 + timedelta(seconds=1)))
+        conn.execute("INSERT INTO slidewin_streams.payments (id, k, ts) VALUES "
+                     "('p1', 'a', %s)", (T0 + timedelta(seconds=2),))
+        for i in range(3):
+            conn.execute("SELECT slidewin.record_job_run('default', 'retention', %s, %s, 1, "
+                         "'{\"0\": 4}', true, false, '{}', NULL)",
+                         (T0 + timedelta(seconds=i), T0 + timedelta(seconds=i, milliseconds=5)))
+    job_store.add_retention(made, RetentionPolicy(history=timedelta(minutes=10)))
+    yield f"{made} password={PASSWORD}"
+    drop_database(pg_admin_dsn, made)
+
+
+@pytest.fixture(scope="module")
+def client(dsn: str) -> Iterator[TestClient]:
+    with TestClient(create_app(dsn)) as c:
+        yield c
+
+
+@pytest.fixture(autouse=True)
+def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("db.clock.utc_now", lambda: NOW)
+
+
+def cli_json(dsn: str, *args: str) -> Any:
+    result = CliRunner().invoke(cli, ["--dsn", dsn, *args, "--json"])
+    assert result.exit_code == 0, (args, result.output)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def api_json(client: TestClient, path: str, status: int = 200) -> Any:
+    response = client.get(path)
+    assert response.status_code == status, (path, response.text)
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()
+
+
+FROM_TO = "from=2026-01-01T12:00:00Z&to=2026-01-01T12:01:10Z"
+
+# (route, the command asking the same question): each pair must answer the same object
+SAME = [
+    ("/api/v1/status", ["db", "status"]),
+    ("/api/v1/status?stream=events", ["db", "status", "--stream", "events"]),
+    ("/api/v1/status?stream=sensors", ["db", "status", "--stream", "sensors"]),
+    ("/api/v1/streams", ["streams", "list"]),
+    ("/api/v1/streams/sensors", ["streams", "show", "sensors"]),
+    *[(f"/api/v1/query/{q}?seconds=90", ["query", q, "--seconds", "90"])
+      for q in ("avg", "max", "min", "sum", "count")],
+    ("/api/v1/query/avg?seconds=10&relative_to=stream",
+     ["query", "avg", "--seconds", "10", "--relative-to", "stream"]),
+    ("/api/v1/query/max?seconds=60&stream=sensors&measure=hum&relative_to=stream",
+     ["query", "max", "--seconds", "60", "--stream", "sensors", "--measure", "hum",
+      "--relative-to", "stream"]),
+    ("/api/v1/windows/tumbling?size=10s&last=2m",
+     ["windows", "tumbling", "--size", "10s", "--last", "2m"]),
+    (f"/api/v1/windows/tumbling?size=10s&{FROM_TO}&key=k3",
+     ["windows", "tumbling", "--size", "10s", "--from", "2026-01-01T12:00:00Z",
+      "--to", "2026-01-01T12:01:10Z", "--key", "k3"]),
+    ("/api/v1/windows/hopping?size=20s&advance=5s&last=1m&relative_to=stream",
+     ["windows", "hopping", "--size", "20s", "--advance", "5s", "--last", "1m",
+      "--relative-to", "stream"]),
+    ("/api/v1/windows/sliding?size=5s&last=30s&relative_to=2026-01-01T12:00:40Z",
+     ["windows", "sliding", "--size", "5s", "--last", "30s",
+      "--relative-to", "2026-01-01T12:00:40Z"]),
+    (f"/api/v1/windows/tumbling?size=10s&{FROM_TO}&stream=sensors&measure=temp",
+     ["windows", "tumbling", "--size", "10s", "--from", "2026-01-01T12:00:00Z",
+      "--to", "2026-01-01T12:01:10Z", "--stream", "sensors", "--measure", "temp"]),
+    ("/api/v1/windows/rows?size=10", ["windows", "rows", "--size", "10"]),
+    ("/api/v1/windows/rows?size=10&advance=5&rows=40",
+     ["windows", "rows", "--size", "10", "--advance", "5", "--rows", "40"]),
+    ("/api/v1/windows/rows?size=5&stream=sensors&measure=hum&key=s1",
+     ["windows", "rows", "--size", "5", "--stream", "sensors", "--measure", "hum",
+      "--key", "s1"]),
+    ("/api/v1/windows/current?size=10s&relative_to=stream",
+     ["windows", "current", "--size", "10s", "--relative-to", "stream"]),
+    ("/api/v1/windows/current?size=20s&advance=5s&all=true&delta=10s&relative_to=stream",
+     ["windows", "current", "--size", "20s", "--advance", "5s", "--all", "--delta", "10s",
+      "--relative-to", "stream"]),
+    ("/api/v1/windows/current?size=10s&relative_to=stream&stream=sensors&measure=temp",
+     ["windows", "current", "--size", "10s", "--relative-to", "stream", "--stream", "sensors",
+      "--measure", "temp"]),
+    ("/api/v1/windows/key-index", ["windows", "key-index"]),
+    ("/api/v1/sessions", ["windows", "list"]),
+    ("/api/v1/sessions/visits?limit=5", ["windows", "sessions", "visits", "--limit", "5"]),
+    ("/api/v1/sessions/visits?key=k2&last=30s",
+     ["windows", "sessions", "visits", "--key", "k2", "--last", "30s"]),
+    ("/api/v1/dead-letters?limit=3", ["db", "dead-letters", "--limit", "3"]),
+    ("/api/v1/dead-letters?reason=late&limit=2&before=4",
+     ["db", "dead-letters", "--reason", "late", "--limit", "2", "--before", "4"]),
+    ("/api/v1/dead-letters?stream=sensors", ["db", "dead-letters", "--stream", "sensors"]),
+    ("/api/v1/ingest/batches?limit=2", ["db", "batches", "--limit", "2"]),
+    ("/api/v1/jobs", ["jobs", "status"]),
+    ("/api/v1/jobs/runs?limit=2", ["jobs", "runs", "--limit", "2"]),
+]
+
+
+@pytest.mark.parametrize(("path", "args"), SAME, ids=[p for p, _ in SAME])
+def test_each_route_returns_what_the_command_prints(client, dsn, path, args):
+    assert api_json(client, path) == browser_safe(plain(cli_json(dsn, *args)))
+
+
+def test_a_second_page_follows_the_first(client, dsn):
+    first = api_json(client, "/api/v1/ingest/batches?limit=3")
+    cursor = first["next_before"]
+    second = api_json(client, f"/api/v1/ingest/batches?limit=3&before={cursor}")
+    assert second == plain(cli_json(dsn, "db", "batches", "--limit", "3", "--before", cursor))
+    ids = [b["batch_id"] for b in first["batches"] + second["batches"]]
+    assert ids == sorted(ids, reverse=True) == list(range(6, 0, -1))
+    letters = api_json(client, "/api/v1/dead-letters?limit=4")
+    rest = api_json(client, f"/api/v1/dead-letters?limit=100&before={letters['next_before']}")
+    seen = [d["id"] for d in letters["dead_letters"] + rest["dead_letters"]]
+    assert seen == sorted(seen, reverse=True) and len(seen) == len(set(seen)) == 7
+    assert rest["next_before"] is None
+
+
+def test_integers_a_browser_cannot_hold_go_out_as_strings(client, dsn):
+    command = cli_json(dsn, "query", "sum", "--seconds", "90")
+    route = api_json(client, "/api/v1/query/sum?seconds=90")
+    assert command["value"] > SAFE_INT and route["value"] == str(command["value"])
+    windows = api_json(client, "/api/v1/windows/tumbling?size=10s&last=2m")["windows"]
+    big = [w for w in windows if w["max"] == str(BIG)]
+    assert big and big[0]["sum"] == str(2 * BIG)
+
+
+def test_joins_say_where_they_stand(client):
+    [paid] = api_json(client, "/api/v1/joins")["joins"]
+    assert (paid["name"], paid["left"], paid["right"], paid["status"]["pairs"]) == (
+        "paid", "orders", "payments", 1)
+    found = api_json(client, "/api/v1/joins/paid?from=2026-01-01T11:59:00Z"
+                             "&to=2026-01-01T12:01:00Z")
+    assert [(a["l"]["id"], a["r"]["id"]) for a in found["answers"]] == [("o1", "p1")]
+
+
+@pytest.mark.parametrize(("path", "status", "said"), [
+    ("/api/v1/streams/nope", 404, "no stream named 'nope'"),
+    ("/api/v1/query/avg?stream=nope", 404, "no stream named 'nope'"),
+    ("/api/v1/query/median", 400, "not a question"),
+    ("/api/v1/windows/tumbling?size=10s&measure=temp", 400, "has one measure, val"),
+    ("/api/v1/windows/tumbling?size=ten", 400, "is not a duration"),
+    ("/api/v1/windows/rows?size=0", 400, "--size"),
+    ("/api/v1/windows/tumbling?size=10s&from=2026-01-01T12:00:00Z", 400, "go together"),
+    ("/api/v1/sessions/nope", 404, "nope"),
+    ("/api/v1/dead-letters?limit=0", 422, None),
+])
+def test_a_refused_question_is_the_cli_s_error_object(client, path, status, said):
+    body = api_json(client, path, status)
+    if said is not None:
+        assert said in body["error"] and body["exit_code"] == 2, body
+
+
+def test_the_openapi_document_lists_every_route(client):
+    doc = api_json(client, "/api/v1/openapi.json")
+    paths = set(doc["paths"])
+    for path, _args in SAME:
+        route = path.split("?")[0]
+        assert route in paths or any(_matches(route, p) for p in paths), route
+    for extra in ("/api/v1/info", "/api/v1/health", "/api/v1/live", "/api/v1/dashboard",
+                  "/api/v1/joins", "/metrics"):
+        assert extra in paths
+
+
+def _matches(route: str, template: str) -> bool:
+    a, b = route.strip("/").split("/"), template.strip("/").split("/")
+    return len(a) == len(b) and all(y.startswith("{") or x == y for x, y in zip(a, b, strict=True))
+
+
+def test_health_has_ksqldb_s_shape(client, pg_admin_dsn):
+    body = api_json(client, "/api/v1/health")
+    assert body == {"isHealthy": True, "details": {
+        "database": {"isHealthy": True}, "schema": {"isHealthy": True},
+        "jobs": {"isHealthy": True}}}
+    empty = create_database(pg_admin_dsn)  # no schema: not healthy, and why
+    try:
+        with TestClient(create_app(empty)) as c:
+            body = api_json(c, "/api/v1/health", 503)
+            assert body["isHealthy"] is False and body["details"]["database"]["isHealthy"]
+            assert "slidewin db init" in body["details"]["schema"]["reason"]
+    finally:
+        drop_database(pg_admin_dsn, empty)
+
+
+def test_info_names_the_streams_and_versions(client):
+    body = api_json(client, "/api/v1/info")
+    assert body["streams"] == ["events", "orders", "payments", "sensors"]
+    assert body["joins"] == ["paid"] and body["session_windows"] == ["visits"]
+    assert body["schema_version"] == body["schema_expected"]
+
+
+def test_no_response_holds_the_dsn(client, dsn):
+    down = "host=127.0.0.1 port=1 dbname=nowhere user=someone password=" + PASSWORD
+    seen = [client.get(p).text for p, _ in SAME]
+    seen += [client.get(p).text for p in ("/api/v1/info", "/api/v1/health", "/metrics",
+                                          "/api/v1/dashboard", "/api/v1/streams/nope",
+                                          "/api/v1/openapi.json", "/api/v1/joins")]
+    with TestClient(create_app(down, wait_s=1)) as c:  # a store that does not answer
+        for path in ("/api/v1/status", "/api/v1/health", "/api/v1/query/avg", "/metrics"):
+            response = c.get(path)
+            seen.append(response.text)
+            assert response.status_code in (200, 503), (path, response.text)
+    for text in seen:
+        for secret in (PASSWORD, dsn, redact(dsn), down, redact(down), "dbname="):
+            assert secret not in text
+
+
+def test_a_store_that_does_not_answer_is_503_and_metrics_say_it_is_down():
+    down = "host=127.0.0.1 port=1 dbname=nowhere user=someone connect_timeout=2"
+    with TestClient(create_app(down, wait_s=1)) as c:
+        body = api_json(c, "/api/v1/status", 503)
+        assert body["exit_code"] == 1 and "PostgreSQL" in body["error"] or "store" in body[
+            "error"]
+        assert c.get("/metrics").text.strip().endswith("slidewin_store_up 0")
+        assert api_json(c, "/api/v1/health", 503)["details"]["database"]["isHealthy"] is False
