@@ -184,16 +184,32 @@ class Hub:
         self.signals = 0
         self._numbers = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._listen(), name="slidewin-listen")
 
+    def end_streams(self) -> None:
+        """End every browser's stream now (the server is stopping): each response completes,
+        so the server need not wait for them or cut them."""
+        for topic in list(self.topics.values()):
+            for sub in list(topic.subscribers):
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    while True:
+                        sub.queue.get_nowait()
+                sub.queue.put_nowait(None)
+            topic.subscribers.clear()
+
+    def stopping(self) -> None:
+        """Thread- and signal-safe: end the streams on the event loop."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.end_streams)
+
     async def close(self) -> None:
+        self.end_streams()
         for topic in list(self.topics.values()):
             topic.task.cancel()
-            for sub in topic.subscribers:
-                with contextlib.suppress(asyncio.QueueFull):
-                    sub.queue.put_nowait(None)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

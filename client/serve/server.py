@@ -20,9 +20,10 @@ class _Server(uvicorn.Server):
     SIGINT or SIGTERM asks for a clean stop (remembered in ``stop``), a second Ctrl-C forces
     it; the previous handlers are back afterwards and no signal is raised again."""
 
-    def __init__(self, config: uvicorn.Config, stop: Stop) -> None:
+    def __init__(self, config: uvicorn.Config, stop: Stop,
+                 on_stop: Callable[[], None] = lambda: None) -> None:
         super().__init__(config)
-        self.stop = stop
+        self.stop, self.on_stop = stop, on_stop
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -33,6 +34,7 @@ class _Server(uvicorn.Server):
                 self.force_exit = True
             self.should_exit = True
             self.stop.set()
+            self.on_stop()
 
         with handling(handler):
             yield
@@ -67,7 +69,7 @@ def serve(dsn: str, host: str, port: int, *, on_ready: Callable[[str], None],
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=GRACE_S, ws="none")
     stop = Stop()
-    server = _Server(config, stop)
+    server = _Server(config, stop, app.state.hub.stopping)
     on_ready(url_of(sock))
     try:
         server.run(sockets=[sock])
