@@ -13,6 +13,7 @@
   let source = null;
   let retryTimer = null;
   const deadPage = { before: null, stack: [] }; // stack: the pages' "before" ids, newest first
+  let wantedMeasure = null; // a measure the address asked for, until the stream's are known
 
   window.slidewin = { state, live, charts, reconnect: () => connect() };
 
@@ -206,6 +207,8 @@
       const chosen = m.value;
       m.innerHTML = measures.map((n) => `<option value="${esc(n)}">${esc(n)}</option>`).join("");
       if (measures.includes(chosen)) m.value = chosen;
+      if (wantedMeasure && measures.includes(wantedMeasure)) m.value = wantedMeasure;
+      if (measures.length) wantedMeasure = null;
     }
   }
 
@@ -216,6 +219,7 @@
       range: $("range").value };
     if (kind === "hopping") view.advance = $("advance").value.trim() || "5s";
     if (!$("measure-label").hidden && $("measure").value) view.measure = $("measure").value;
+    else if (wantedMeasure) view.measure = wantedMeasure;
     return view;
   }
 
@@ -238,7 +242,7 @@
     }
     state.start = body.start;
     state.parts = body.set;
-    state.view = body.view;
+    state.view = body.set.view || body.view; // the view as read: a declared stream's measure named
     live.snapshots += 1;
   }
 
@@ -314,13 +318,35 @@
     $("advance-label").hidden = $("kind").value !== "hopping";
     deadPage.before = null;
     deadPage.stack = [];
+    history.replaceState(null, "", "?" + new URLSearchParams(currentView()));
     connect();
+  }
+
+  // the address holds the view (?stream=sensors&kind=hopping&size=1m&advance=10s&range=15m)
+  function viewFromAddress() {
+    const q = new URLSearchParams(location.search);
+    const choose = (id, value) => {
+      if (!value) return;
+      const select = $(id);
+      if (select.tagName === "SELECT" && !Array.from(select.options).some((o) => o.value === value)) {
+        select.add(new Option(value, value));
+      }
+      select.value = value;
+    };
+    choose("stream", q.get("stream"));
+    choose("kind", q.get("kind"));
+    choose("size", q.get("size"));
+    choose("advance", q.get("advance"));
+    choose("range", q.get("range"));
+    wantedMeasure = q.get("measure");
+    $("advance-label").hidden = $("kind").value !== "hopping";
   }
 
   for (const id of ["stream", "measure", "kind", "range"]) $(id).addEventListener("change", viewChanged);
   for (const id of ["size", "advance"]) $(id).addEventListener("change", viewChanged);
   $("view").addEventListener("submit", (e) => { e.preventDefault(); viewChanged(); });
 
+  viewFromAddress();
   setupCharts();
   connect();
 })();

@@ -1,0 +1,295 @@
+"""The dashboard in a real headless Chromium (Debian's ``chromium``, driven by Playwright through
+``executable_path``: Playwright's own browser download cannot work offline), against the real
+``slidewin serve`` and a store being written (``tests.serve_fixtures.LiveWriter``: the ingest's
+own sink, without Spark, whose start takes longer than this test):
+
+- the page asks nothing of any host but the server (it works with no internet);
+- the charts draw (their canvases hold the series' colours) and update as commits land;
+- the dead-letter table pages back and returns to the live page;
+- every stream is selectable, and a declared stream's measure too; the address keeps the view;
+- a lost connection recovers: cut under the page, it resumes where it was (Last-Event-ID, no new
+  snapshot); with the server restarted, it starts again from a snapshot of the new one.
+
+``SLIDEWIN_SCREENSHOT=1`` saves the page as docs/dashboard.png (the README's picture).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from tests.serve_fixtures import LiveWriter, ServedStore, screenshot_path, setup_store
+
+CHROMIUM = (os.environ.get("SLIDEWIN_CHROMIUM") or shutil.which("chromium")
+            or shutil.which("chromium-browser"))
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium on this machine: install Debian's chromium package (.ci/run does when it "
+           "can) or point SLIDEWIN_CHROMIUM at one")
+WAIT_MS = 30_000
+
+
+class Proxy:
+    """A TCP relay in front of the server whose connections the test can cut at once."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.open: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with self.lock:
+                    self.open.discard(s)
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+    def cut(self) -> int:
+        """Close every relayed connection, as a dropped network would; how many."""
+        with self.lock:
+            found = list(self.open)
+        for s in found:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return len(found)
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+        self.cut()
+
+
+@pytest.fixture(scope="module")
+def store(make_store) -> Iterator[tuple[str, LiveWriter]]:
+    dsn = make_store(4)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        setup_store(conn)
+        conn.execute("INSERT INTO slidewin.dead_letters (source, reason, detail, raw) "
+                     "SELECT 'old.jsonl', 'malformed', 'not JSON', '{\"uuid\": ' || i "
+                     "FROM generate_series(1, 25) i")
+    with LiveWriter(dsn, every_s=0.2) as writer:
+        writer.wait_batches(5)
+        yield dsn, writer
+    assert not writer.errors, writer.errors
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM,
+                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def served(store) -> Iterator[ServedStore]:
+    with ServedStore(store[0], "--update-every", "300ms") as server:
+        yield server
+
+
+def open_page(browser: Any, url: str) -> tuple[Any, list[str], list[str]]:
+    """A page on the dashboard; what it asked of other hosts, and its errors."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    elsewhere: list[str] = []
+    errors: list[str] = []
+    here = urlsplit(url).netloc
+
+    def route(r: Any) -> None:
+        if urlsplit(r.request.url).netloc == here:
+            r.continue_()
+        else:
+            elsewhere.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url)
+    page.wait_for_function("window.slidewin && window.slidewin.live.snapshots >= 1",
+                           timeout=WAIT_MS)
+    return page, elsewhere, errors
+
+
+CHART_DATA = "(name) => window.slidewin.charts[name].data[0].length"
+COLOURED = """(name) => {
+  const ctx = window.slidewin.charts[name].ctx, c = ctx.canvas;
+  const d = ctx.getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    const [r, g, b, a] = [d[i], d[i + 1], d[i + 2], d[i + 3]];
+    if (a > 100 && (Math.abs(r - g) > 60 || Math.abs(g - b) > 60)) n++;
+  }
+  return n;
+}"""
+
+
+def test_the_charts_draw_and_update_with_no_other_host(browser, served, store):
+    page, elsewhere, errors = open_page(browser, served.url)
+    try:
+        for name in ("ingest", "freshness", "live", "window"):  # lines in the series' colours
+            page.wait_for_function(f"({CHART_DATA})('{name}') > 1 && ({COLOURED})('{name}') > 50",
+                                   timeout=WAIT_MS)
+        live = "window.slidewin.live"
+        before = page.evaluate(f"[{live}.updates, Math.max(...window.slidewin.charts.live"
+                               ".data[0])]")
+        page.wait_for_function(
+            f"{live}.updates >= {before[0] + 3} && "
+            f"Math.max(...window.slidewin.charts.live.data[0]) > {before[1]}", timeout=WAIT_MS)
+        assert page.locator("#conn").inner_text() == "live"
+        assert page.locator("#health").inner_text() == "healthy"
+        assert "events held" in page.locator("#gauges").inner_text()
+        assert page.locator("#partitions tbody tr").count() == 4
+        assert page.locator("#sessions-card").is_visible()
+        if os.environ.get("SLIDEWIN_SCREENSHOT"):
+            page.wait_for_timeout(4000)  # a few more seconds of history on the charts
+            page.screenshot(path=str(screenshot_path()), full_page=True)
+        assert elsewhere == [] and errors == [], (elsewhere, errors)
+    finally:
+        page.close()
+
+
+def _ids(page: Any) -> list[int]:
+    return [int(t) for t in page.locator("#dead-letters tbody tr td:first-child").all_inner_texts()]
+
+
+def test_the_dead_letter_table_pages(browser, served):
+    page, _elsewhere, errors = open_page(browser, served.url)
+    try:
+        page.wait_for_function("document.querySelectorAll('#dead-letters tbody tr').length == 10",
+                               timeout=WAIT_MS)
+        first = _ids(page)
+        assert first == sorted(first, reverse=True)
+        page.click("#dl-older")
+        page.wait_for_function(f"document.querySelector('#dead-letters tbody td').textContent"
+                               f" < {min(first)}", timeout=WAIT_MS)
+        second = _ids(page)
+        assert len(second) == 10 and max(second) < min(first)
+        assert page.locator("#dl-page").inner_text() == f"before #{min(first)}"
+        page.wait_for_timeout(1500)  # live updates keep coming; the page shown stays
+        assert _ids(page) == second
+        page.click("#dl-older")
+        page.wait_for_function(f"document.querySelector('#dead-letters tbody td').textContent"
+                               f" < {min(second)}", timeout=WAIT_MS)
+        page.click("#dl-newest")
+        page.wait_for_function("document.querySelector('#dl-page').textContent == 'live'",
+                               timeout=WAIT_MS)
+        assert _ids(page)[0] >= first[0]
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_every_stream_and_measure_is_selectable(browser, served):
+    page, _elsewhere, errors = open_page(browser, served.url)
+    try:
+        page.wait_for_function("document.querySelectorAll('#stream option').length == 2",
+                               timeout=WAIT_MS)
+        assert page.locator("#stream option").all_inner_texts() == ["events", "sensors"]
+        page.select_option("#stream", "sensors")
+        page.wait_for_function("window.slidewin.state.view && "
+                               "window.slidewin.state.view.stream == 'sensors' && "
+                               "window.slidewin.state.view.measure == 'temp'", timeout=WAIT_MS)
+        assert page.locator("#measure-label").is_visible()
+        page.wait_for_function(f"({CHART_DATA})('live') > 0", timeout=WAIT_MS)
+        temps = page.evaluate("window.slidewin.charts.live.data[2].filter(v => v !== null)")
+        assert temps and all(20 <= t <= 25 for t in temps)  # the writer's temperatures
+        page.select_option("#measure", "hum")
+        page.wait_for_function("window.slidewin.state.view.measure == 'hum'", timeout=WAIT_MS)
+        page.select_option("#kind", "hopping")
+        page.wait_for_function("window.slidewin.state.view.kind == 'hopping'", timeout=WAIT_MS)
+        assert page.locator("#advance-label").is_visible()
+        page.wait_for_function(f"({CHART_DATA})('window') > 0", timeout=WAIT_MS)
+        assert errors == []
+        again, _elsewhere, errors = open_page(browser, page.url)  # the address keeps the view
+        try:
+            view = again.evaluate("window.slidewin.state.view")
+            assert (view["stream"], view["measure"], view["kind"]) == ("sensors", "hum", "hopping")
+            assert errors == []
+        finally:
+            again.close()
+    finally:
+        page.close()
+
+
+def test_a_lost_connection_recovers(browser, store, tmp_path: Path):
+    dsn, _writer = store
+    first = ServedStore(dsn, "--update-every", "300ms").start()
+    proxy = Proxy(first.port_number)
+    page = None
+    try:
+        page, _elsewhere, _errors = open_page(browser, f"http://127.0.0.1:{proxy.port}/")
+        page.wait_for_function("window.slidewin.live.updates >= 2", timeout=WAIT_MS)
+        # the network drops: the page reconnects by itself and resumes from its last event
+        updates = page.evaluate("window.slidewin.live.updates")
+        assert proxy.cut() >= 2  # the page's event stream among them
+        page.wait_for_function("window.slidewin.live.errors >= 1", timeout=WAIT_MS)
+        page.wait_for_function(f"window.slidewin.live.updates >= {updates + 3}", timeout=WAIT_MS)
+        assert page.evaluate("window.slidewin.live.snapshots") == 1  # resumed, not restarted
+        assert page.locator("#conn").inner_text() == "live"
+
+        # the server goes away: the page says so, and comes back with the new one
+        assert first.stop() == 130
+        page.wait_for_function("document.querySelector('#conn').textContent != 'live'",
+                               timeout=WAIT_MS)
+        second = ServedStore(dsn, "--update-every", "300ms", port=first.port_number).start()
+        try:
+            page.wait_for_function("window.slidewin.live.snapshots >= 2 && "
+                                   "document.querySelector('#conn').textContent == 'live'",
+                                   timeout=WAIT_MS)
+            updates = page.evaluate("window.slidewin.live.updates")
+            page.wait_for_function(f"window.slidewin.live.updates >= {updates + 2}",
+                                   timeout=WAIT_MS)
+            assert page.evaluate(f"({CHART_DATA})('live')") > 0
+        finally:
+            second.stop()
+            second.__exit__()
+    finally:
+        if page is not None:
+            page.close()
+        proxy.close()
+        first.__exit__()
+        time.sleep(0)  # the relay's threads end with their sockets
