@@ -45,6 +45,7 @@ ARGS: dict[str, list[str]] = {
     "bench joins": [],
     "bench queries": [],
     "bench retention": [],
+    "bench serve": [],
     "bench sessions": [],
     "bench windows": [],
     "client": ["--duration", "10"],

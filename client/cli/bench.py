@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Window queries, max, nibbles and COPY against raw scans."),
     "retention": ("client.cli.bench_retention:bench_retention",
                   "Retention under a steady insert load: lag, delete time, bloat."),
+    "serve": ("client.cli.bench_serve:bench_serve",
+              "What slidewin serve costs a live ingest; API latency and memory."),
     "sessions": ("client.cli.bench_sessions:bench_sessions",
                  "The ingest with and without a session window; key lookups."),
     "windows": ("client.cli.bench_windows:bench_windows",
