@@ -29,11 +29,13 @@
   // -- charts -----------------------------------------------------------------------------------
   const COLORS = { a: "#2563eb", b: "#dc2626", c: "#16a34a", d: "#9333ea" };
 
-  function makeChart(name, series, axes) {
+  const fromZero = { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] };
+
+  function makeChart(name, series, axes, scales = {}) {
     const el = $("chart-" + name);
     const opts = {
       width: Math.max(el.clientWidth, 300), height: 230,
-      scales: { x: { time: true } },
+      scales: Object.assign({ x: { time: true } }, scales),
       series: [{}].concat(series),
       axes: [{}].concat(axes),
       legend: { live: true },
@@ -52,13 +54,14 @@
     makeChart("ingest", [
       line("accepted /s", COLORS.a),
       line("dead letters /s", COLORS.b, "dl"),
-    ], [{ label: "events/s" }, { scale: "dl", side: 1, grid: { show: false }, label: "dead letters/s" }]);
+    ], [{ label: "events/s" }, { scale: "dl", side: 1, grid: { show: false }, label: "dead letters/s" }],
+    { y: fromZero, dl: fromZero });
     makeChart("freshness", [
       line("newest event's age at commit", COLORS.a, "y", { width: 0, points: { show: true, size: 4 }, spanGaps: true }),
       line("batch time", COLORS.d, "y", { width: 0, points: { show: true, size: 3 }, spanGaps: true }),
       line("now − newest event", COLORS.c, "y", { spanGaps: true }),
       line("retention behind history", COLORS.b, "y", { spanGaps: true }),
-    ], [{ label: "seconds" }]);
+    ], [{ label: "seconds" }], { y: fromZero });
     makeChart("live", [
       line("avg", COLORS.a),
       line("max", COLORS.b),
@@ -67,7 +70,7 @@
       line("avg", COLORS.a),
       line("max", COLORS.b),
       line("n", "#9ca3af", "n", { width: 1, dash: [4, 4] }),
-    ], [{}, { scale: "n", side: 1, grid: { show: false }, label: "n" }]);
+    ], [{}, { scale: "n", side: 1, grid: { show: false }, label: "n" }], { n: fromZero });
     if ("ResizeObserver" in window) {
       new ResizeObserver(() => {
         for (const [name, chart] of Object.entries(charts)) {
