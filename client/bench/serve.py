@@ -2,7 +2,8 @@
 
 Each phase runs on a fresh database: the generator writes ``rate`` events/s into a landing
 folder while ``slidewin ingest`` streams them in; after the ingest's first batches (Spark's start
-excluded), a measured window of ``duration`` seconds. Phase *without*: nothing else. Phase
+excluded) and once it has caught up with the files written meanwhile, a measured window of
+``duration`` seconds. Phase *without*: nothing else. Phase
 *with*: ``slidewin serve`` on the same database, ``clients`` browsers following ``/api/v1/live``
 (server-sent events) and ``requests`` API requests per second, sent on a fixed schedule (open
 loop: a slow answer does not slow the sending) over a mix of routes, for the whole window.
@@ -44,6 +45,7 @@ from db.scratch import scratch_database
 
 Progress = Callable[[str], None]
 BATCH_LINE = re.compile(r"^\[text\] batch (\d+): in (\d+),")
+CAUGHT_UP_FILES = 10  # files waiting in the landing folder: two seconds of the generator's
 SERVING = re.compile(r"dashboard (http://\S+/),")
 ROUTES = (
     "api/v1/query/avg?seconds=30",
@@ -215,6 +217,11 @@ def phase(admin_dsn: str, settings: ServeSettings, served: bool, progress: Progr
                   "the ingest's first batches")
             if not ingest.alive():
                 raise BenchError(f"the ingest exited {ingest.stop()}; see {work / 'ingest.log'}")
+            # the files written while Spark started are a backlog: the window opens once the
+            # ingest has caught up with the offered rate, so it measures the steady state
+            _wait(lambda: sum(1 for _ in landing.iterdir()) <= CAUGHT_UP_FILES, 300,
+                  f"the ingest catching up with {settings.rate:,.0f} events/s (it is slower: "
+                  "lower --rate)")
             url = ""
             if served:
                 server, url = _start_server(dsn, work)
