@@ -298,3 +298,16 @@ def test_a_store_that_does_not_answer_is_503_and_metrics_say_it_is_down():
             "error"]
         assert c.get("/metrics").text.strip().endswith("slidewin_store_up 0")
         assert api_json(c, "/api/v1/health", 503)["details"]["database"]["isHealthy"] is False
+
+
+def test_the_wheel_ships_the_page_and_its_chart_library(tmp_path):
+    import zipfile
+
+    from tests.test_wheel import _build_wheel
+
+    names = set(zipfile.ZipFile(_build_wheel(tmp_path)).namelist())
+    static = "client/serve/static/"
+    for name in ("index.html", "app.js", "style.css", "vendor/uplot/uPlot.iife.min.js",
+                 "vendor/uplot/uPlot.min.css", "vendor/uplot/LICENSE"):
+        assert static + name in names, name
+    assert "procedures/metrics/counters.sql" in names
