@@ -90,6 +90,9 @@ def dsn(pg_admin_dsn: str) -> Iterator[str]:
                      "('o1', 'a', %s), ('o2', 'b', %s)", (T0, T0 + timedelta(seconds=1)))
         conn.execute("INSERT INTO slidewin_streams.payments (id, k, ts) VALUES "
                      "('p1', 'a', %s)", (T0 + timedelta(seconds=2),))
+        for name, newest in (("orders", 1), ("payments", 2)):  # as the ingest records them
+            conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, '0s')",
+                         (name, T0 + timedelta(seconds=newest), T0))
         for i in range(3):
             conn.execute("SELECT slidewin.record_job_run('default', 'retention', %s, %s, 1, "
                          "'{\"0\": 4}', true, false, '{}', NULL)",
@@ -177,6 +180,13 @@ SAME = [
      ["db", "dead-letters", "--reason", "late", "--limit", "2", "--before", "4"]),
     ("/api/v1/dead-letters?stream=sensors", ["db", "dead-letters", "--stream", "sensors"]),
     ("/api/v1/ingest/batches?limit=2", ["db", "batches", "--limit", "2"]),
+    ("/api/v1/joins", ["joins", "list"]),
+    ("/api/v1/joins/paid", ["joins", "show", "paid"]),
+    ("/api/v1/joins/paid?last=30s&limit=1", ["joins", "show", "paid", "--last", "30s",
+                                             "--limit", "1"]),
+    ("/api/v1/joins/paid?from=2026-01-01T11:59:00Z&to=2026-01-01T12:01:00Z",
+     ["joins", "show", "paid", "--from", "2026-01-01T11:59:00Z", "--to",
+      "2026-01-01T12:01:00Z"]),
     ("/api/v1/jobs", ["jobs", "status"]),
     ("/api/v1/jobs/runs?limit=2", ["jobs", "runs", "--limit", "2"]),
 ]
@@ -212,11 +222,11 @@ def test_integers_a_browser_cannot_hold_go_out_as_strings(client, dsn):
 
 def test_joins_say_where_they_stand(client):
     [paid] = api_json(client, "/api/v1/joins")["joins"]
-    assert (paid["name"], paid["left"], paid["right"], paid["status"]["pairs"]) == (
+    assert (paid["name"], paid["left"], paid["right"], paid["results"]["pairs"]) == (
         "paid", "orders", "payments", 1)
     found = api_json(client, "/api/v1/joins/paid?from=2026-01-01T11:59:00Z"
                              "&to=2026-01-01T12:01:00Z")
-    assert [(a["l"]["id"], a["r"]["id"]) for a in found["answers"]] == [("o1", "p1")]
+    assert [(a["l"]["id"], a["r"]["id"]) for a in found["rows"]] == [("o1", "p1")]
 
 
 @pytest.mark.parametrize(("path", "status", "said"), [

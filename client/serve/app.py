@@ -274,21 +274,21 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
             return failure(exc, dsn)
         return answer(answer_sessions.session_list, name, key, *args, limit)
 
-    @app.get(f"{API}/joins", summary="Every join with where it stands")
+    @app.get(f"{API}/joins", summary="joins list --json: every join and where it stands")
     def join_list() -> Response:
         return answer(answer_joins.join_list)
 
-    @app.get(f"{API}/joins/{{name}}", summary="A join's answers in a range, newest first")
-    def join_answers(name: str, last: str | None = None,
-                     from_: Annotated[str | None, Query(alias="from")] = None,
-                     to: str | None = None,
-                     limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> Response:
+    @app.get(f"{API}/joins/{{name}}", summary="joins show NAME --json: its newest answers")
+    def join_show(name: str, last: str | None = None,
+                  from_: Annotated[str | None, Query(alias="from")] = None,
+                  to: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=100_000)] = 20) -> Response:
         try:
             opts = {"last": _duration(last, "last"), "from_": _time(from_, "from"),
                     "to": _time(to, "to")}
         except Exception as exc:
             return failure(exc, dsn)
-        return answer(answer_joins.join_answers, name, limit=limit, **opts)
+        return answer(answer_joins.join_show, name, limit=limit, **opts)
 
     # -- jobs ---------------------------------------------------------------------------------
 

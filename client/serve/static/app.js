@@ -142,10 +142,10 @@
     $("joins-card").hidden = joins.length === 0;
     $("joins").tBodies[0].innerHTML = joins.map((j) => `<tr><td>${esc(j.name)}</td>
       <td>${esc(j.kind)} ${esc(j.type)}</td><td>${esc(j.left)} ⋈ ${esc(j.right)}</td>
-      <td class="num">${num(j.status.pairs)}</td><td class="num">${num(j.status.left_only)}</td>
-      <td class="num">${num(j.status.right_only)}</td>
-      <td class="num">${num(Number(j.status.late_left) + Number(j.status.late_right))}</td>
-      <td>${time(j.status.complete_up_to)}</td></tr>`).join("");
+      <td class="num">${num(j.results.pairs)}</td><td class="num">${num(j.results.left_only)}</td>
+      <td class="num">${num(j.results.right_only)}</td>
+      <td class="num">${num(Number(j.late.left) + Number(j.late.right))}</td>
+      <td>${time(j.complete_up_to)}</td></tr>`).join("");
 
     const h = p.health;
     if (h) {
