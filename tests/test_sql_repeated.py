@@ -166,6 +166,9 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                              "%s, %s)", (4, 2, 10), False),
     "stream_nibble": ("SELECT slidewin.stream_nibble('sensors', %s, 10)", (at(0),), False),
     "stream_time": ("SELECT slidewin.stream_time()", (), False),
+    "counter_add": ("SELECT slidewin.counter_add('job_runs', %s::jsonb, 0)",
+                    ('{"kind": "x", "outcome": "ok"}',), False),
+    "job_outcome": ("SELECT slidewin.job_outcome(%s, %s)", (None, True), False),
     "duration_text": ("SELECT slidewin.duration_text(%s)", (timedelta(minutes=4),), False),
     "join_get": ("SELECT (slidewin.join_get(%s)).kind", ("sp",), False),
     "join_column_type": ("SELECT slidewin.join_column_type(s, %s, 'on') FROM slidewin.streams s "
@@ -207,7 +210,8 @@ UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets"}
 # run by the statements above rather than called: triggers, and the job store's own
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
-            "stream_rollups_on_truncate", "joins_on_insert", "join_check_history"}
+            "stream_rollups_on_truncate", "joins_on_insert", "join_check_history",
+            "count_dead_letters"}
 
 
 @pytest.fixture

@@ -5,15 +5,6 @@
 -- Counts the run in slidewin.counters (job_runs by kind and outcome), which the pruning leaves
 -- alone. Cost: one insert, one counter upsert and an index range delete of, in the steady state,
 -- one row.
-CREATE OR REPLACE FUNCTION slidewin.job_outcome(p_error text, p_skipped boolean)
-RETURNS text
-LANGUAGE sql IMMUTABLE
-AS $$
-    SELECT CASE WHEN p_error IS NOT NULL THEN 'error'
-                WHEN coalesce(p_skipped, false) THEN 'skipped'
-                ELSE 'ok' END;
-$$;
-
 CREATE OR REPLACE FUNCTION slidewin.record_job_run(
     p_job text, p_kind text, p_started_at timestamptz, p_finished_at timestamptz,
     p_rounds integer, p_deleted_by_part jsonb, p_caught_up boolean, p_skipped boolean,
