@@ -64,6 +64,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "ensure_partitions": ("SELECT slidewin.ensure_partitions(%s)", (3,), False),
     "epoch_us_array": ("SELECT slidewin.epoch_us_array(%s)", ([0, 1],), False),
     "grain_floor": ("SELECT slidewin.grain_floor(%s, %s)", (at(7), 10), False),
+    "hopping_series": ("SELECT * FROM slidewin.hopping_series(NULL, %s, %s, %s, %s, true)",
+                       (30, 10, at(0), at(50)), False),
     "hopping": ("SELECT * FROM slidewin.hopping(%s, %s, %s, %s)", (10 * S, 5 * S, at(0), at(60)),
                 False),
     "ingest_advance": ("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
@@ -98,6 +100,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "rollup_buckets": ("SELECT * FROM slidewin.rollup_buckets(%s, %s, %s)",
                        (10, at(0), at(60)), False),
     "rollup_grains": ("SELECT slidewin.rollup_grains()", (), False),
+    "rollup_pieces": ("SELECT * FROM slidewin.rollup_pieces(ARRAY[%s, %s, %s]::timestamptz[])",
+                      (at(3), at(25), at(61)), False),
     "rollup_range": ("SELECT * FROM slidewin.rollup_range(%s, %s)", (at(0), at(60)), False),
     # adding then subtracting the same partial leaves the rollups as they were
     "rollups_add": (PAIR.format(grain=""), (at(500), at(500)), False),
@@ -130,6 +134,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "sessions_late": ("SELECT slidewin.sessions_late(id, ARRAY['q'], '{1}', "
                       "ARRAY[%s::timestamptz]) FROM slidewin.session_defs WHERE name = 'visits'",
                       (at(-50),), False),
+    "sliding_series": ("SELECT * FROM slidewin.sliding_series(%s, %s, %s, %s)",
+                       ("a", 10 * S, at(0), at(60)), False),
     "sliding": ("SELECT * FROM slidewin.sliding(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "stream_begin": ("SELECT * FROM slidewin.stream_begin(%s)", ("events",), False),
     "check_stream_name": ("SELECT slidewin.check_stream_name('stream', %s)", ("abc",), False),
@@ -208,7 +214,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
 }
 # sets of buckets for other functions to order: the same rows each call, in any order (a
 # generic plan may aggregate by hash where the first plans sorted)
-UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets"}
+UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets", "rollup_pieces",
+             "hopping_series"}
 # run by the statements above rather than called: triggers, and the job store's own
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
