@@ -166,6 +166,10 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                        (10 * S, 5 * S, at(0), at(60)), False),
     "stream_tumbling": ("SELECT * FROM slidewin.stream_tumbling('sensors', 'w', %s, %s, %s)",
                         (10 * S, at(0), at(60)), False),
+    "stream_pieces": ("SELECT * FROM slidewin.stream_pieces('sensors', 'v', "
+                      "ARRAY[%s, %s, %s]::timestamptz[])", (at(3), at(25), at(61)), False),
+    "stream_hopping_series": ("SELECT * FROM slidewin.stream_hopping_series('sensors', 'v', %s, "
+                              "%s, %s, %s)", (30, 10, at(0), at(50)), False),
     "stream_sliding": ("SELECT * FROM slidewin.stream_sliding('sensors', 'v', %s, %s, %s)",
                        (10 * S, at(0), at(60)), False),
     "stream_summary": ("SELECT * FROM slidewin.stream_summary('sensors', 'v', %s, %s)",
@@ -215,7 +219,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
 # sets of buckets for other functions to order: the same rows each call, in any order (a
 # generic plan may aggregate by hash where the first plans sorted)
 UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets", "rollup_pieces",
-             "hopping_series"}
+             "stream_pieces", "hopping_series", "stream_hopping_series"}
 # run by the statements above rather than called: triggers, and the job store's own
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
