@@ -37,9 +37,10 @@ BEGIN
         WHEN 'advance' THEN 'use a larger advance (fewer windows hold one time)'
         ELSE format('ask for a shorter range: at most %s windows, %ss (--limit %s), or use a '
                     'larger advance', v_lo, v_lo * p_advance, v_lo) END;
-    RAISE EXCEPTION '% would read about % buckets and return % windows: more work than the '
-                    'limit of % (slidewin.max_window_work)',
-                    p_what, v_work - p_windows, p_windows, v_limit
+    RAISE EXCEPTION '% would read about % % and return % windows: more work than the limit '
+                    'of % (slidewin.max_window_work)',
+                    p_what, v_work - p_windows,
+                    CASE WHEN p_fix = 'rows' THEN 'events' ELSE 'buckets' END, p_windows, v_limit
         USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
 END
 $$;
