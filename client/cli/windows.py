@@ -3,26 +3,36 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import psycopg
 
 from client.cli import windows_sessions
-from client.cli.context import AppContext, emit_json, number, pass_app
+from client.cli.context import AppContext, emit_json, emit_json_items, number, pass_app
 from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from client.cli.root import SlidewinGroup
 from db import key_windows, streams, window_follow, windows
 from db.clock import Clock, utc_now
-from db.errors import ConfigError, ProcedureError
+from db.errors import ConfigError, ProcedureError, WindowTimeout
 from db.signals import Stop, stop_on_signals
+from db.window_rows import Rows
 
 BUILTIN = "events"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+T = TypeVar("T")
+U = TypeVar("U")
+# (conn, start, end) -> the windows starting in [start, end), streamed (db.window_rows)
+Opener = Callable[[psycopg.Connection, datetime, datetime],
+                  AbstractContextManager[Rows[windows.Window]]]
 
 
 def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,6 +75,34 @@ def _stream_series(stream: str, measure: str | None, key: str | None, kind: str,
     return series
 
 
+@contextlib.contextmanager
+def _mapped(opened: AbstractContextManager[Rows[T]], f: Callable[[T], U]) -> Iterator[Rows[U]]:
+    with opened as rows:
+        yield rows.map(f)
+
+
+def _stream_opener(stream: str, measure: str | None, key: str | None, kind: str,
+                   size: timedelta, advance: timedelta | None = None) -> Opener:
+    def opener(c: psycopg.Connection, s: datetime,
+               e: datetime) -> AbstractContextManager[Rows[windows.Window]]:
+        return _mapped(streams.open_windows(c, stream, kind, size=size, advance=advance, start=s,
+                                            end=e, measure=measure, key=key), streams.as_window)
+
+    return opener
+
+
+def _opener(key: str | None, kind: str, size: timedelta,
+            advance: timedelta | None = None) -> Opener:
+    """The built-in stream's windows (of one key with ``key``), streamed."""
+    def opener(c: psycopg.Connection, s: datetime,
+               e: datetime) -> AbstractContextManager[Rows[windows.Window]]:
+        if key is not None:
+            return key_windows.open_series(c, key, kind, size, s, e, advance)
+        return windows.open_series(c, kind, size, s, e, advance)
+
+    return opener
+
+
 def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed([
         click.option("--last", type=DURATION, default=None,
@@ -81,6 +119,10 @@ def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      default=window_follow.UPDATE, show_default=True,
                      help="With --follow: every change of a window (update) or each window "
                           "once, when it becomes final (final)."),
+        click.option("--limit", type=COUNT, default=None,
+                     help="At most this many windows, the first ones: the range ends after "
+                          "the limit-th window start (sliding: second). The fix for a request "
+                          "over the work limit."),
         json_option("One JSON object on stdout (with --follow: one JSON line per emission)."),
     ]):
         f = option(f)
@@ -155,6 +197,17 @@ def _named(exc: ProcedureError) -> ProcedureError:
     return ProcedureError(_PARAM.sub(lambda m: f"--{m.group(0)}", str(exc)))
 
 
+def _limited(start: datetime, end: datetime, step: timedelta, limit: int | None) -> datetime:
+    """The end of [start, end) cut after the ``limit``-th start of windows ``step`` apart,
+    aligned to the epoch (sliding windows: the seconds)."""
+    if limit is None:
+        return end
+    if limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {limit}")
+    steps = math.ceil((start - EPOCH) / step)
+    return min(end, EPOCH + (steps + limit) * step)
+
+
 def window_json(w: windows.Window) -> dict[str, Any]:
     return {"start": w.start.isoformat(), "end": w.end.isoformat(), "n": w.n,
             "sum": number(w.total), "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg,
@@ -190,35 +243,56 @@ def _show(
     kind: str,
     params: dict[str, Any],
     series: window_follow.Series,
+    opener: Opener,
+    step: timedelta,
     settled: timedelta,
     place: Callable[[windows.Window], datetime],
     opts: dict[str, Any],
     stream: str = "events",
 ) -> None:
+    """The windows of [start, end), or --follow. The windows stream through a server-side
+    cursor straight to stdout (text or JSON): memory stays flat with their number. The
+    completeness figures are read in the same snapshot as the windows."""
     with app.connect() as conn:
         try:
             start, end = resolve_range(conn, opts["last"], opts["from_"], opts["to"],
                                        opts["relative_to"], stream=stream)
             if opts["follow"]:
+                if opts["limit"] is not None:
+                    raise ConfigError("--limit and --follow go apart: --follow prints every "
+                                      "window as it changes; use one of them")
                 _follow(app, conn, kind, params, series, settled, place, start, opts, stream)
                 return
-            found = series(conn, start, end)
+            end = _limited(start, end, step, opts["limit"])
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                with opener(conn, start, end) as found:
+                    _print(app, kind, params, opts, stream, conn, start, end, found)
         except ProcedureError as exc:
             raise _named(exc) from None
-        if stream == BUILTIN:
-            state = windows.status(conn, start, end)
-        else:
-            state = streams.status(conn, stream, start, end)
-            params = {"stream": stream, **params}
+        except WindowTimeout as exc:
+            raise WindowTimeout(str(_named(ProcedureError(str(exc))))) from None
+
+
+def _print(app: AppContext, kind: str, params: dict[str, Any], opts: dict[str, Any],
+           stream: str, conn: psycopg.Connection, start: datetime, end: datetime,
+           found: Rows[windows.Window]) -> None:
+    if stream == BUILTIN:
+        state = windows.status(conn, start, end)
+    else:
+        state = streams.status(conn, stream, start, end)
+        params = {"stream": stream, **params}
+    limit = {} if opts["limit"] is None else {"limit": opts["limit"]}
     if opts["as_json"]:
-        emit_json({"kind": kind, **params, "from": start.isoformat(), "to": end.isoformat(),
-                   "relative_to": opts["relative_to"], **_status_json(state),
-                   "windows": [window_json(w) for w in found]})
+        emit_json_items({"kind": kind, **params, "from": start.isoformat(),
+                         "to": end.isoformat(), "relative_to": opts["relative_to"], **limit,
+                         **_status_json(state)}, "windows", (window_json(w) for w in found))
         return
+    count = found.count()
     click.echo(f"{kind} {_describe(params)}, windows in [{_hms(start)}, {_hms(end)}) UTC; "
                f"complete up to {_hms(state.complete_up_to) if state.complete_up_to else '-'}; "
-               f"{state.late} late events in range; {len(found)} windows")
-    if found:
+               f"{state.late} late events in range; {count} windows")
+    if count:
         click.echo(HEADER)
     for w in found:
         click.echo(window_line(w))
@@ -304,8 +378,9 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
     """
     if _declared(stream, measure, key, opts):
         _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key),
-              _stream_series(stream, measure, key, "tumbling", size), size, lambda w: w.start,
-              opts, stream)
+              _stream_series(stream, measure, key, "tumbling", size),
+              _stream_opener(stream, measure, key, "tumbling", size), size, size,
+              lambda w: w.start, opts, stream)
         return
 
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
@@ -313,8 +388,8 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
             return key_windows.tumbling(c, key, size, s, e)
         return windows.tumbling(c, size, s, e)
 
-    _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key), series, size,
-          lambda w: w.start, opts)
+    _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key), series,
+          _opener(key, "tumbling", size), size, size, lambda w: w.start, opts)
 
 
 @windows_group.command("hopping")
@@ -339,7 +414,8 @@ def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str |
     params = {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()}
     if _declared(stream, measure, key, opts):
         _show(app, "hopping", _keyed(params, key),
-              _stream_series(stream, measure, key, "hopping", size, advance), size,
+              _stream_series(stream, measure, key, "hopping", size, advance),
+              _stream_opener(stream, measure, key, "hopping", size, advance), advance, size,
               lambda w: w.start, opts, stream)
         return
 
@@ -348,7 +424,8 @@ def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str |
             return key_windows.hopping(c, key, size, advance, s, e)
         return windows.hopping(c, size, advance, s, e)
 
-    _show(app, "hopping", _keyed(params, key), series, size, lambda w: w.start, opts)
+    _show(app, "hopping", _keyed(params, key), series, _opener(key, "hopping", size, advance),
+          advance, size, lambda w: w.start, opts)
 
 
 @windows_group.command("sliding")
@@ -368,9 +445,11 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
       slidewin windows sliding --size 30s --last 10m --key key-000042
       slidewin windows sliding --size 30s --last 10m --stream sensors --measure temp
     """
+    second = timedelta(seconds=1)
     if _declared(stream, measure, key, opts):
         _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key),
-              _stream_series(stream, measure, key, "sliding", size), timedelta(seconds=1),
+              _stream_series(stream, measure, key, "sliding", size),
+              _stream_opener(stream, measure, key, "sliding", size), second, second,
               lambda w: w.end, opts, stream)
         return
 
@@ -380,7 +459,7 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
         return windows.sliding(c, size, s, e)
 
     _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key), series,
-          timedelta(seconds=1), lambda w: w.end, opts)
+          _opener(key, "sliding", size), second, second, lambda w: w.end, opts)
 
 
 @windows_group.command("rows")
@@ -389,12 +468,16 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
               help="Events between window starts (default: --size, tumbling).")
 @click.option("--rows", "rows_", type=COUNT, default=None,
               help="How many of the newest events the windows cover (default: --size).")
+@click.option("--limit", type=COUNT, default=None,
+              help="At most this many windows, the newest: --rows is cut to what they cover. "
+                   "The fix for a request over the work limit.")
 @key_option
 @stream_options
 @json_option("One JSON object on stdout.")
 @pass_app
 def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
-             key: str | None, stream: str, measure: str | None, as_json: bool) -> None:
+             limit: int | None, key: str | None, stream: str, measure: str | None,
+             as_json: bool) -> None:
     """Count windows over the newest events in (ts, uuid) order; window 1 is the newest.
 
     \b
@@ -402,27 +485,42 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
       slidewin windows rows --size 10000                 # the last 10,000 events
       slidewin windows rows --size 1k --rows 10k         # ten windows of 1,000
       slidewin windows rows --size 1k --advance 500 --rows 5k --json
+      slidewin windows rows --size 1k --advance 1 --rows 1M --limit 10k
     """
     declared = _declared(stream, measure, None, {})
     if key is not None and not declared:
         raise ConfigError("--key on count windows needs a declared stream (--stream NAME)")
+    if limit is not None:
+        if limit < 1:
+            raise ConfigError(f"--limit must be at least 1, got {limit}")
+        rows_ = min(rows_ or size, size + (limit - 1) * (advance or size))
     with app.connect() as conn:
         try:
-            found = (streams.count_windows(conn, stream, size, advance, rows_, measure=measure,
-                                           key=key)
-                     if declared else windows.count_windows(conn, size, advance, rows_))
+            with (streams.open_count_windows(conn, stream, size, advance, rows_,
+                                             measure=measure, key=key)
+                  if declared else windows.open_count_windows(conn, size, advance,
+                                                              rows_)) as found:
+                _print_rows(found, size, advance, rows_, limit, declared, stream, as_json)
         except ProcedureError as exc:
             raise _named(exc) from None
+        except WindowTimeout as exc:
+            raise WindowTimeout(str(_named(ProcedureError(str(exc))))) from None
+
+
+def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None,
+                rows_: int | None, limit: int | None, declared: bool, stream: str,
+                as_json: bool) -> None:
     if as_json:
-        emit_json({"kind": "rows", "size": size, "advance": advance or size,
-                   "rows": rows_ or size, "windows": [
-                       {"number": w.number, "start": w.start.isoformat(),
-                        "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
-                        "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg}
-                       for w in found], **({"stream": stream} if declared else {})})
+        emit_json_items({"kind": "rows", "size": size, "advance": advance or size,
+                         "rows": rows_ or size, **({"stream": stream} if declared else {}),
+                         **({} if limit is None else {"limit": limit})}, "windows", (
+                             {"number": w.number, "start": w.start.isoformat(),
+                              "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
+                              "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg}
+                             for w in found))
         return
     click.echo(f"count windows of {size} events every {advance or size} over the newest "
-               f"{rows_ or size}: {len(found)} windows")
+               f"{rows_ or size}: {found.count()} windows")
     for w in found:
         click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
                    f"{_cell(number(w.total)):>14}  {_cell(_num(w.vmin)):>8}  "
