@@ -13,8 +13,6 @@
 CREATE OR REPLACE FUNCTION slidewin.rollup_pieces(p_cuts timestamptz[])
 RETURNS TABLE (bucket timestamptz, n bigint, total numeric, vmin bigint, vmax bigint)
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_custom_plan  -- plan with the actual cuts and range, every call
-SET enable_hashagg = off  -- the seconds come in index order: group them without a hash
 AS $$
 DECLARE
     v_lo   timestamptz;
@@ -22,6 +20,10 @@ DECLARE
     v_d10  timestamptz[];
     v_d60  timestamptz[];
     v_d3600 timestamptz[];
+    v_wide  double precision;
+    v_dense10   boolean;
+    v_dense60   boolean;
+    v_dense3600 boolean;
 BEGIN
     -- the buckets each cut falls strictly inside, per grain
     SELECT min(c.t), max(c.t),
@@ -40,8 +42,13 @@ BEGIN
     IF v_lo IS NULL OR v_lo >= v_hi THEN
         RETURN;
     END IF;
-    -- each cut bucket is one index range (LATERAL: the planner must not scan the whole range and
-    -- test every bucket against every row)
+    -- The buckets of a grain below cut buckets: when the cut buckets cover most of the range,
+    -- one index range over all of it, keeping the rows under a cut bucket; otherwise one index
+    -- range per cut bucket (LATERAL: never the whole range tested against every cut bucket).
+    v_wide := extract(epoch FROM v_hi - v_lo) / 2;
+    v_dense10 := coalesce(cardinality(v_d10), 0) * 10 >= v_wide;
+    v_dense60 := coalesce(cardinality(v_d60), 0) * 60 >= v_wide;
+    v_dense3600 := coalesce(cardinality(v_d3600), 0) * 3600 >= v_wide;
     RETURN QUERY
     -- seconds of the 10 s buckets that are cut
     SELECT r.sec, r.n, r.total, r.vmin, r.vmax
@@ -52,6 +59,14 @@ BEGIN
              FROM slidewin.rollups x
             WHERE x.sec >= greatest(d.b, v_lo) AND x.sec < least(d.b + interval '10 s', v_hi)
             GROUP BY x.sec) AS r
+     WHERE NOT v_dense10
+    UNION ALL
+    SELECT x.sec, sum(x.n)::bigint, sum(x.total), min(x.vmin), max(x.vmax)
+      FROM slidewin.rollups x
+     WHERE v_dense10 AND x.sec >= v_lo AND x.sec < v_hi
+       AND CASE WHEN x.sec >= 'epoch' THEN date_bin('10 s', x.sec, 'epoch')
+                ELSE slidewin.grain_floor(x.sec, 10) END IN (SELECT unnest(v_d10))
+     GROUP BY x.sec
     UNION ALL
     -- 10 s buckets not cut, of the minutes that are
     SELECT c.bucket, c.n, c.total, c.vmin, c.vmax
@@ -63,7 +78,15 @@ BEGIN
             WHERE x.grain = 10 AND x.bucket >= greatest(d.b, v_lo)
               AND x.bucket < least(d.b + interval '1 minute', v_hi)
             GROUP BY x.bucket) AS c
-     WHERE NOT EXISTS (SELECT 1 FROM unnest(v_d10) AS x(b) WHERE x.b = c.bucket)
+     WHERE NOT v_dense60 AND NOT EXISTS (SELECT 1 FROM unnest(v_d10) AS x(b) WHERE x.b = c.bucket)
+    UNION ALL
+    SELECT x.bucket, sum(x.n)::bigint, sum(x.total), min(x.vmin), max(x.vmax)
+      FROM slidewin.rollups_coarse x
+     WHERE v_dense60 AND x.grain = 10 AND x.bucket >= v_lo AND x.bucket < v_hi
+       AND CASE WHEN x.bucket >= 'epoch' THEN date_bin('1 minute', x.bucket, 'epoch')
+                ELSE slidewin.grain_floor(x.bucket, 60) END IN (SELECT unnest(v_d60))
+       AND NOT EXISTS (SELECT 1 FROM unnest(v_d10) AS y(b) WHERE y.b = x.bucket)
+     GROUP BY x.bucket
     UNION ALL
     -- minutes not cut, of the hours that are
     SELECT c.bucket, c.n, c.total, c.vmin, c.vmax
@@ -75,7 +98,16 @@ BEGIN
             WHERE x.grain = 60 AND x.bucket >= greatest(d.b, v_lo)
               AND x.bucket < least(d.b + interval '1 hour', v_hi)
             GROUP BY x.bucket) AS c
-     WHERE NOT EXISTS (SELECT 1 FROM unnest(v_d60) AS x(b) WHERE x.b = c.bucket)
+     WHERE NOT v_dense3600
+       AND NOT EXISTS (SELECT 1 FROM unnest(v_d60) AS x(b) WHERE x.b = c.bucket)
+    UNION ALL
+    SELECT x.bucket, sum(x.n)::bigint, sum(x.total), min(x.vmin), max(x.vmax)
+      FROM slidewin.rollups_coarse x
+     WHERE v_dense3600 AND x.grain = 60 AND x.bucket >= v_lo AND x.bucket < v_hi
+       AND CASE WHEN x.bucket >= 'epoch' THEN date_bin('1 hour', x.bucket, 'epoch')
+                ELSE slidewin.grain_floor(x.bucket, 3600) END IN (SELECT unnest(v_d3600))
+       AND NOT EXISTS (SELECT 1 FROM unnest(v_d60) AS y(b) WHERE y.b = x.bucket)
+     GROUP BY x.bucket
     UNION ALL
     -- hours not cut
     SELECT c.bucket, sum(c.n)::bigint, sum(c.total), min(c.vmin), max(c.vmax)

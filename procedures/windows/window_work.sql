@@ -20,36 +20,39 @@ AS $$
 DECLARE
     v_g      bigint := gcd(p_size, p_advance);
     v_span   bigint := (p_windows - 1) * p_advance + p_size;
-    v_used   integer[];
+    v_used   integer[] := '{}';
     v_fine   bigint;
     v_pieces bigint := 0;
-    v_dirty  bigint;
     v_sets   bigint;
+    v_grain  integer;
     i        integer;
 BEGIN
     IF p_windows <= 0 THEN
         RETURN 0;
     END IF;
-    -- the grains a piece can be of: the coarsest dividing g and every coarser one
-    v_used := ARRAY(SELECT g FROM unnest(p_grains) AS g
-                     WHERE g >= (SELECT max(d) FROM unnest(p_grains) AS d WHERE v_g % d = 0)
-                     ORDER BY g);
-    IF cardinality(v_used) = 0 THEN  -- no grain divides the step: read at the finest
-        v_used := ARRAY[(SELECT min(d) FROM unnest(p_grains) AS d)];
+    -- the grains a piece can be of: the coarsest dividing g (else the finest) and every coarser
+    -- one; p_grains ascend
+    FOREACH v_grain IN ARRAY p_grains LOOP
+        IF v_g % v_grain = 0 THEN
+            v_used := ARRAY[v_grain];
+        ELSIF cardinality(v_used) > 0 THEN
+            v_used := v_used || v_grain;
+        END IF;
+    END LOOP;
+    IF cardinality(v_used) = 0 THEN
+        v_used := p_grains;
     END IF;
-    v_fine := ceil(v_span::numeric / v_used[1])::bigint + 1;
+    v_fine := (v_span + v_used[1] - 1) / v_used[1] + 1;
     IF p_advance = p_size OR cardinality(v_used) = 1 THEN
         RETURN v_fine + p_windows;
     END IF;
     FOR i IN 1 .. cardinality(v_used) - 1 LOOP
-        -- buckets of the grain above that a start, an end or a block boundary falls inside
+        -- buckets of the grain above that a start, an end or a block boundary falls inside,
+        -- each read as its buckets of this grain
         v_sets := 2 * least(p_windows, (p_windows - 1) * p_advance / v_used[i + 1] + 2)
                   + v_span / p_size + 2;
-        v_dirty := least(v_span / v_used[i + 1] + 2, v_sets);
-        IF v_g % v_used[i + 1] = 0 THEN
-            v_dirty := 0;
-        END IF;
-        v_pieces := v_pieces + v_dirty * (v_used[i + 1] / v_used[i]);
+        v_pieces := v_pieces + least(v_span / v_used[i + 1] + 2, v_sets)
+                               * (v_used[i + 1] / v_used[i]);
     END LOOP;
     v_pieces := v_pieces + v_span / v_used[cardinality(v_used)] + 2;
     RETURN least(v_fine, v_pieces) + p_windows;
