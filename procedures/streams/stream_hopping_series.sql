@@ -8,7 +8,9 @@
 -- (what sum() over the raw values gives, NULL without values), min, max (numeric), avg.
 -- Windows without rows only when p_empty. Without p_key the buckets are
 -- slidewin.stream_pieces (cut at every start, end and multiple of the size); with it, that key's
--- rows per gcd(size, advance) seconds (slidewin.stream_buckets).
+-- rows per gcd(size, advance) seconds (slidewin.stream_buckets). When the advance divides the
+-- size and a bucket lies in at most 16 windows, each bucket of the advance is added to its
+-- windows instead (at most 16 x the buckets, and cheaper than the markers' sorts).
 CREATE OR REPLACE FUNCTION slidewin.stream_hopping_series(
     p_stream text, p_measure text, p_size integer, p_advance integer, p_first timestamptz,
     p_last timestamptz, p_key text DEFAULT NULL, p_empty boolean DEFAULT false)
@@ -38,6 +40,32 @@ DECLARE
     v_src   text;
 BEGIN
     IF p_first IS NULL OR p_last IS NULL OR p_first > p_last THEN
+        RETURN;
+    END IF;
+    IF p_size % p_advance = 0 AND p_size / p_advance <= 16 THEN
+        -- a bucket of the advance lies in at most 16 windows: add each to its windows (as
+        -- slidewin.hopping_series does)
+        RETURN QUERY
+        WITH w AS (
+            SELECT s.ws, sum(b.n)::bigint AS n, sum(b.cnt)::bigint AS cnt,
+                   CASE WHEN sum(b.cnt) > 0 THEN slidewin.stream_total(
+                       sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint,
+                       sum(b.ninf)::bigint) END AS total,
+                   coalesce(min(b.vmin), (min(b.fmin))::text::numeric) AS vmin,
+                   coalesce(max(b.vmax), (max(b.fmax))::text::numeric) AS vmax
+              FROM slidewin.stream_buckets(p_stream, p_measure, p_advance, p_first, v_end,
+                                           p_key) AS b
+             CROSS JOIN LATERAL generate_series(b.bucket - v_span + v_adv, b.bucket, v_adv)
+                   AS s(ws)
+             WHERE s.ws >= p_first AND s.ws <= p_last
+             GROUP BY s.ws
+        )
+        SELECT s.ws, coalesce(w.n, 0), coalesce(w.cnt, 0), w.total, w.vmin, w.vmax,
+               (w.total / nullif(w.cnt, 0))::double precision
+          FROM generate_series(0, v_count - 1) AS k(k)
+         CROSS JOIN LATERAL (SELECT p_first + k.k * v_adv AS ws) AS s
+          LEFT JOIN w ON w.ws = s.ws
+         WHERE p_empty OR w.ws IS NOT NULL;
         RETURN;
     END IF;
     IF p_key IS NULL THEN
