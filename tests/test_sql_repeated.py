@@ -64,8 +64,9 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "ensure_partitions": ("SELECT slidewin.ensure_partitions(%s)", (3,), False),
     "epoch_us_array": ("SELECT slidewin.epoch_us_array(%s)", ([0, 1],), False),
     "grain_floor": ("SELECT slidewin.grain_floor(%s, %s)", (at(7), 10), False),
+    # 25 s every 10 s: the markers' path (slidewin.hopping's sample takes the direct one)
     "hopping_series": ("SELECT * FROM slidewin.hopping_series(NULL, %s, %s, %s, %s, true)",
-                       (30, 10, at(0), at(50)), False),
+                       (25, 10, at(0), at(50)), False),
     "hopping": ("SELECT * FROM slidewin.hopping(%s, %s, %s, %s)", (10 * S, 5 * S, at(0), at(60)),
                 False),
     "ingest_advance": ("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
@@ -169,7 +170,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "stream_pieces": ("SELECT * FROM slidewin.stream_pieces('sensors', 'v', "
                       "ARRAY[%s, %s, %s]::timestamptz[])", (at(3), at(25), at(61)), False),
     "stream_hopping_series": ("SELECT * FROM slidewin.stream_hopping_series('sensors', 'v', %s, "
-                              "%s, %s, %s)", (30, 10, at(0), at(50)), False),
+                              "%s, %s, %s)", (25, 10, at(0), at(50)), False),
     "stream_sliding": ("SELECT * FROM slidewin.stream_sliding('sensors', 'v', %s, %s, %s)",
                        (10 * S, at(0), at(60)), False),
     "stream_summary": ("SELECT * FROM slidewin.stream_summary('sensors', 'v', %s, %s)",
