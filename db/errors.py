@@ -29,6 +29,10 @@ class ProcedureError(SlidewinError):
     exit_code = 2
 
 
+class WindowTimeout(SlidewinError):
+    """A window query ran past statement_timeout and was cancelled; the message names the fix."""
+
+
 DB_INIT_FIX = "the slidewin schema is missing or older than this slidewin: run `slidewin db init`"
 # SQLSTATE (or its two-character class) of a statement PostgreSQL refused -> the fix to name
 SQLSTATE_FIXES = {

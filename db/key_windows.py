@@ -9,11 +9,13 @@ It costs every insert one more index (``slidewin bench sessions`` reports how mu
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 import psycopg
 
 from db.connect import procedure_errors
+from db.window_rows import TIMEOUT, Rows, streamed
 from db.windows import Window
 
 _COLUMNS = "window_start, window_end, n, total, vmin, vmax, avg, final, partial"
@@ -57,6 +59,19 @@ def sliding(
 ) -> list[Window]:
     """``[t - size, t]`` for each second t in ``[start, end)`` holding ``key``'s events."""
     return _windows(conn, "key_window(%s, 'sliding', %s, NULL, %s, %s)", (key, size, start, end))
+
+
+def open_series(
+    conn: psycopg.Connection, key: str, kind: str, size: timedelta, start: datetime,
+    end: datetime, advance: timedelta | None = None, *, timeout: timedelta | None = TIMEOUT,
+) -> AbstractContextManager[Rows[Window]]:
+    """``key``'s ``tumbling``, ``hopping`` or ``sliding`` windows streamed through a server-side
+    cursor (``db.window_rows``): use in a ``with`` block and iterate."""
+    if kind not in ("tumbling", "hopping", "sliding"):
+        raise ValueError(f"window kind {kind!r}: use tumbling, hopping or sliding")
+    return streamed(conn, f"SELECT {_COLUMNS} FROM slidewin.key_window(%s, %s, %s, %s, %s, %s)",
+                    (key, kind, size, advance if kind == "hopping" else None, start, end),
+                    lambda row: Window(*row), timeout=timeout)
 
 
 def windows_at(

@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -22,6 +23,7 @@ from psycopg.rows import dict_row
 
 from db.connect import refusal_text
 from db.errors import ProcedureError
+from db.window_rows import TIMEOUT, Rows, streamed
 from db.windows import Completeness, CountWindow
 from db.windows import Window as WindowRow
 
@@ -217,21 +219,41 @@ def windows(
 ) -> list[Window]:
     """tumbling, hopping or sliding windows over one measure of a declared stream (of one key's
     events alone with ``key``)."""
-    args: tuple[object, ...]
-    if kind == "tumbling":
-        query = "stream_tumbling(%s, %s, %s, %s, %s, %s)"
-        args = (stream, measure, size, start, end, key)
-    elif kind == "hopping":
-        query = "stream_hopping(%s, %s, %s, %s, %s, %s, %s)"
-        args = (stream, measure, size, advance, start, end, key)
-    elif kind == "sliding":
-        query = "stream_sliding(%s, %s, %s, %s, %s, %s)"
-        args = (stream, measure, size, start, end, key)
-    else:
-        raise ValueError(f"window kind {kind!r}: use tumbling, hopping or sliding")
+    query, args = _series_call(stream, kind, size, start, end, advance, measure, key)
     with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(f"SELECT * FROM slidewin.{query}", args).fetchall()
     return [Window(**r) for r in rows]
+
+
+def _series_call(
+    stream: str, kind: str, size: timedelta, start: datetime, end: datetime,
+    advance: timedelta | None, measure: str | None, key: str | None,
+) -> tuple[str, tuple[object, ...]]:
+    if kind == "tumbling":
+        return ("stream_tumbling(%s, %s, %s, %s, %s, %s)",
+                (stream, measure, size, start, end, key))
+    if kind == "hopping":
+        return ("stream_hopping(%s, %s, %s, %s, %s, %s, %s)",
+                (stream, measure, size, advance, start, end, key))
+    if kind == "sliding":
+        return ("stream_sliding(%s, %s, %s, %s, %s, %s)",
+                (stream, measure, size, start, end, key))
+    raise ValueError(f"window kind {kind!r}: use tumbling, hopping or sliding")
+
+
+_WINDOW_FIELDS = ("window_start, window_end, n, cnt, total, vmin, vmax, avg, final, partial")
+
+
+def open_windows(
+    conn: psycopg.Connection, stream: str, kind: str, *, size: timedelta, start: datetime,
+    end: datetime, advance: timedelta | None = None, measure: str | None = None,
+    key: str | None = None, timeout: timedelta | None = TIMEOUT,
+) -> AbstractContextManager[Rows[Window]]:
+    """``windows``, streamed through a server-side cursor (``db.window_rows``): use in a
+    ``with`` block and iterate; memory stays flat however many windows there are."""
+    query, args = _series_call(stream, kind, size, start, end, advance, measure, key)
+    return streamed(conn, f"SELECT {_WINDOW_FIELDS} FROM slidewin.{query}", args,
+                    lambda row: Window(*row), timeout=timeout, refusals=_REFUSALS)
 
 
 def summary(
@@ -325,6 +347,18 @@ def count_windows(
             (stream, measure, size, advance, rows, key),
         ).fetchall()
     return [CountWindow(*row) for row in found]
+
+
+def open_count_windows(
+    conn: psycopg.Connection, stream: str, size: int, advance: int | None = None,
+    rows: int | None = None, *, measure: str | None = None, key: str | None = None,
+    timeout: timedelta | None = TIMEOUT,
+) -> AbstractContextManager[Rows[CountWindow]]:
+    """``count_windows``, streamed through a server-side cursor (see ``open_windows``)."""
+    return streamed(conn, "SELECT window_no, window_start, window_end, cnt, total, vmin, vmax, "
+                    "avg FROM slidewin.stream_count_windows(%s, %s, %s, %s, %s, %s)",
+                    (stream, measure, size, advance, rows, key), lambda row: CountWindow(*row),
+                    timeout=timeout, refusals=_REFUSALS)
 
 
 def windows_at(

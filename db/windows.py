@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -12,6 +13,7 @@ from decimal import Decimal
 import psycopg
 
 from db.connect import procedure_errors
+from db.window_rows import TIMEOUT, Rows, streamed
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,34 @@ def count_windows(
             (size, advance, rows),
         ).fetchall()
     return [CountWindow(*row) for row in found]
+
+
+SERIES_CALLS = {"tumbling": "tumbling(%s, %s, %s)", "hopping": "hopping(%s, %s, %s, %s)",
+                "sliding": "sliding(%s, %s, %s)"}
+
+
+def open_series(
+    conn: psycopg.Connection, kind: str, size: timedelta, start: datetime, end: datetime,
+    advance: timedelta | None = None, *, timeout: timedelta | None = TIMEOUT,
+) -> AbstractContextManager[Rows[Window]]:
+    """``tumbling``, ``hopping`` or ``sliding`` windows as ``tumbling`` / ``hopping`` /
+    ``sliding`` return them, streamed through a server-side cursor (``db.window_rows``): use
+    in a ``with`` block and iterate; memory stays flat however many windows there are."""
+    if kind not in SERIES_CALLS:
+        raise ValueError(f"window kind {kind!r}: use tumbling, hopping or sliding")
+    args = (size, advance, start, end) if kind == "hopping" else (size, start, end)
+    return streamed(conn, f"SELECT {_WINDOW_COLUMNS} FROM slidewin.{SERIES_CALLS[kind]}", args,
+                    lambda row: Window(*row), timeout=timeout)
+
+
+def open_count_windows(
+    conn: psycopg.Connection, size: int, advance: int | None = None, rows: int | None = None,
+    *, timeout: timedelta | None = TIMEOUT,
+) -> AbstractContextManager[Rows[CountWindow]]:
+    """``count_windows``, streamed through a server-side cursor (see ``open_series``)."""
+    return streamed(conn, "SELECT window_no, window_start, window_end, n, total, vmin, vmax, avg "
+                    "FROM slidewin.count_windows(%s, %s, %s)", (size, advance, rows),
+                    lambda row: CountWindow(*row), timeout=timeout)
 
 
 def status(conn: psycopg.Connection, start: datetime, end: datetime) -> Completeness:

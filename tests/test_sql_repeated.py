@@ -50,6 +50,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "check_window": ("SELECT slidewin.check_window(%s)", (30,), False),
     "check_window_range": ("SELECT slidewin.check_window_range(%s, %s, %s)",
                            (at(0), at(60), 10), False),
+    "check_window_work": ("SELECT slidewin.check_window_work('hopping', %s, %s, %s, "
+                          "ARRAY[1, 10, 60, 3600])", (60, 10, 360), False),
     "check_window_spec": ("SELECT slidewin.check_window_spec(%s, %s)", (10, 5), False),
     "complete_up_to": ("SELECT slidewin.complete_up_to()", (), False),
     "count_windows": ("SELECT * FROM slidewin.count_windows(%s, %s, %s)", (2, 1, 4), False),
@@ -62,6 +64,9 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "ensure_partitions": ("SELECT slidewin.ensure_partitions(%s)", (3,), False),
     "epoch_us_array": ("SELECT slidewin.epoch_us_array(%s)", ([0, 1],), False),
     "grain_floor": ("SELECT slidewin.grain_floor(%s, %s)", (at(7), 10), False),
+    # 25 s every 10 s: the markers' path (slidewin.hopping's sample takes the direct one)
+    "hopping_series": ("SELECT * FROM slidewin.hopping_series(NULL, %s, %s, %s, %s, true)",
+                       (25, 10, at(0), at(50)), False),
     "hopping": ("SELECT * FROM slidewin.hopping(%s, %s, %s, %s)", (10 * S, 5 * S, at(0), at(60)),
                 False),
     "ingest_advance": ("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
@@ -96,6 +101,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "rollup_buckets": ("SELECT * FROM slidewin.rollup_buckets(%s, %s, %s)",
                        (10, at(0), at(60)), False),
     "rollup_grains": ("SELECT slidewin.rollup_grains()", (), False),
+    "rollup_pieces": ("SELECT * FROM slidewin.rollup_pieces(ARRAY[%s, %s, %s]::timestamptz[])",
+                      (at(3), at(25), at(61)), False),
     "rollup_range": ("SELECT * FROM slidewin.rollup_range(%s, %s)", (at(0), at(60)), False),
     # adding then subtracting the same partial leaves the rollups as they were
     "rollups_add": (PAIR.format(grain=""), (at(500), at(500)), False),
@@ -128,6 +135,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "sessions_late": ("SELECT slidewin.sessions_late(id, ARRAY['q'], '{1}', "
                       "ARRAY[%s::timestamptz]) FROM slidewin.session_defs WHERE name = 'visits'",
                       (at(-50),), False),
+    "sliding_series": ("SELECT * FROM slidewin.sliding_series(%s, %s, %s, %s)",
+                       ("a", 10 * S, at(0), at(60)), False),
     "sliding": ("SELECT * FROM slidewin.sliding(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "stream_begin": ("SELECT * FROM slidewin.stream_begin(%s)", ("events",), False),
     "check_stream_name": ("SELECT slidewin.check_stream_name('stream', %s)", ("abc",), False),
@@ -158,6 +167,10 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                        (10 * S, 5 * S, at(0), at(60)), False),
     "stream_tumbling": ("SELECT * FROM slidewin.stream_tumbling('sensors', 'w', %s, %s, %s)",
                         (10 * S, at(0), at(60)), False),
+    "stream_pieces": ("SELECT * FROM slidewin.stream_pieces('sensors', 'v', "
+                      "ARRAY[%s, %s, %s]::timestamptz[])", (at(3), at(25), at(61)), False),
+    "stream_hopping_series": ("SELECT * FROM slidewin.stream_hopping_series('sensors', 'v', %s, "
+                              "%s, %s, %s)", (25, 10, at(0), at(50)), False),
     "stream_sliding": ("SELECT * FROM slidewin.stream_sliding('sensors', 'v', %s, %s, %s)",
                        (10 * S, at(0), at(60)), False),
     "stream_summary": ("SELECT * FROM slidewin.stream_summary('sensors', 'v', %s, %s)",
@@ -198,6 +211,10 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "tumbling": ("SELECT * FROM slidewin.tumbling(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "window_avg": ("SELECT slidewin.window_avg(%s, %s)", (30, at(40)), False),
     "window_max": ("SELECT slidewin.window_max(%s, %s)", (30, at(40)), False),
+    "window_timed_out": ("SELECT slidewin.window_timed_out('hopping', %s)",
+                         ("canceling statement due to user request",), False),
+    "window_work": ("SELECT slidewin.window_work(%s, %s, %s)", (604800, 1, 86400), False),
+    "window_work_limit": ("SELECT slidewin.window_work_limit()", (), False),
     "window_seconds": ("SELECT slidewin.window_seconds('size', %s)", (10 * S,), False),
     "window_status": ("SELECT * FROM slidewin.window_status(%s, %s)", (at(0), at(60)), False),
     "window_summary": ("SELECT * FROM slidewin.window_summary(%s, %s)", (30, at(40)), False),
@@ -206,7 +223,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
 }
 # sets of buckets for other functions to order: the same rows each call, in any order (a
 # generic plan may aggregate by hash where the first plans sorted)
-UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets"}
+UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets", "rollup_pieces",
+             "stream_pieces", "hopping_series", "stream_hopping_series"}
 # run by the statements above rather than called: triggers, and the job store's own
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",

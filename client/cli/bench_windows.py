@@ -34,8 +34,12 @@ def bench_windows(app: AppContext, as_json: bool, **options: object) -> None:
 
     Tumbling 10 s, hopping 1 min every 10 s and sliding 30 s series over the hour, the last
     10,000 events, and the 1 h average and max -- each checked equal to the same answer computed
-    from the raw rows, then timed side by side with it. The data goes into a new database
-    slidewin_bench_<random> on the same server (dropped at the end unless --keep).
+    from the raw rows, then timed side by side with it. Then the long series: hopping windows of
+    7 days every second over a day (86,400 windows) and 99,001 count windows of 1,000 events
+    every one -- each window checked against itself aggregated alone from the raw rows, then
+    timed -- and the peak memory of `slidewin windows hopping --json` writing the 86,400
+    windows (max_rss_mb). The data goes into a new database slidewin_bench_<random> on the same
+    server (dropped at the end unless --keep).
 
     \b
     Examples:

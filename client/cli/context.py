@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -91,6 +91,24 @@ def emit_json(obj: Any) -> None:
     """One JSON object on one line of stdout (the last line, for --json commands)."""
     sys.stdout.write(json.dumps(obj, default=str, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+def emit_json_items(obj: dict[str, Any], key: str, items: Iterable[Any]) -> None:
+    """``emit_json({**obj, key: list(items)})`` written as the items come: the same line,
+    without the list in memory. ``key`` must sort after every key of ``obj`` (its list ends
+    the object); otherwise the list is built first."""
+    if any(k >= key for k in obj):
+        emit_json({**obj, key: list(items)})
+        return
+    head = json.dumps({**obj, key: []}, default=str, sort_keys=True)
+    out = sys.stdout
+    out.write(head[:-len("]}")])
+    for i, item in enumerate(items):
+        if i:
+            out.write(", ")
+        out.write(json.dumps(item, default=str, sort_keys=True))
+    out.write("]}\n")
+    out.flush()
 
 
 def number(value: Decimal | None) -> int | float | None:

@@ -1,25 +1,38 @@
 """``slidewin windows``: tumbling, hopping, sliding and count windows, Faust's lookups, and
-``--follow`` (a thin shell over ``client.answers.windows`` and ``db.window_follow``)."""
+``--follow`` (a thin shell over ``db.windows`` and ``db.window_follow``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import math
+import re
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from decimal import Decimal
+from typing import Any, TypeVar
 
 import click
 import psycopg
 
-from client.answers import windows as answers
-from client.answers.windows import BUILTIN, WindowSpec, named, num, reference_time, window_spec
 from client.cli import windows_sessions
-from client.cli.context import AppContext, emit_json, number, pass_app
+from client.cli.context import AppContext, emit_json, emit_json_items, number, pass_app
 from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from client.cli.root import SlidewinGroup
-from db import streams, window_follow, windows
-from db.errors import ConfigError, ProcedureError
+from db import key_windows, streams, window_follow, windows
+from db.clock import Clock, utc_now
+from db.errors import ConfigError, ProcedureError, WindowTimeout
 from db.signals import Stop, stop_on_signals
+from db.window_rows import Rows
+
+BUILTIN = "events"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+T = TypeVar("T")
+U = TypeVar("U")
+# (conn, start, end) -> the windows starting in [start, end), streamed (db.window_rows)
+Opener = Callable[[psycopg.Connection, datetime, datetime],
+                  AbstractContextManager[Rows[windows.Window]]]
 
 
 def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -29,6 +42,10 @@ def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
              "key-index enable`).")(f)
 
 
+def _keyed(params: dict[str, Any], key: str | None) -> dict[str, Any]:
+    return {**params, "key": key} if key is not None else params
+
+
 def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--measure", default=None,
                      help="The measure a declared stream's windows aggregate (needed when it "
@@ -36,6 +53,54 @@ def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--stream", default=BUILTIN, show_default=True,
                         help="The stream: events (built in) or one declared with `slidewin "
                              "streams add`.")(f)
+
+
+def _declared(stream: str, measure: str | None, key: str | None,
+              opts: dict[str, Any]) -> bool:
+    """True for a declared stream; refuses what declared streams do not have yet."""
+    if stream == BUILTIN:
+        if measure not in (None, "val"):
+            raise ConfigError(f"--measure {measure}: the events stream has one measure, val")
+        return False
+    return True
+
+
+def _stream_series(stream: str, measure: str | None, key: str | None, kind: str,
+                   size: timedelta, advance: timedelta | None = None) -> window_follow.Series:
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        found = streams.windows(c, stream, kind, size=size, advance=advance, start=s, end=e,
+                                measure=measure, key=key)
+        return [streams.as_window(w) for w in found]
+
+    return series
+
+
+@contextlib.contextmanager
+def _mapped(opened: AbstractContextManager[Rows[T]], f: Callable[[T], U]) -> Iterator[Rows[U]]:
+    with opened as rows:
+        yield rows.map(f)
+
+
+def _stream_opener(stream: str, measure: str | None, key: str | None, kind: str,
+                   size: timedelta, advance: timedelta | None = None) -> Opener:
+    def opener(c: psycopg.Connection, s: datetime,
+               e: datetime) -> AbstractContextManager[Rows[windows.Window]]:
+        return _mapped(streams.open_windows(c, stream, kind, size=size, advance=advance, start=s,
+                                            end=e, measure=measure, key=key), streams.as_window)
+
+    return opener
+
+
+def _opener(key: str | None, kind: str, size: timedelta,
+            advance: timedelta | None = None) -> Opener:
+    """The built-in stream's windows (of one key with ``key``), streamed."""
+    def opener(c: psycopg.Connection, s: datetime,
+               e: datetime) -> AbstractContextManager[Rows[windows.Window]]:
+        if key is not None:
+            return key_windows.open_series(c, key, kind, size, s, e, advance)
+        return windows.open_series(c, kind, size, s, e, advance)
+
+    return opener
 
 
 def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,6 +119,10 @@ def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      default=window_follow.UPDATE, show_default=True,
                      help="With --follow: every change of a window (update) or each window "
                           "once, when it becomes final (final)."),
+        click.option("--limit", type=COUNT, default=None,
+                     help="At most this many windows, the first ones: the range ends after "
+                          "the limit-th window start (sliding: second). The fix for a request "
+                          "over the work limit."),
         json_option("One JSON object on stdout (with --follow: one JSON line per emission)."),
     ]):
         f = option(f)
@@ -83,6 +152,72 @@ def windows_group() -> None:
     """
 
 
+def reference_time(conn: psycopg.Connection, relative_to: str, clock: Clock,
+                   stream: str = "events") -> datetime:
+    """The end of a --last range: the wall clock, the end of the newest second holding events,
+    or a given time."""
+    if relative_to == "now":
+        return clock()
+    if relative_to == "stream":
+        if stream == BUILTIN:
+            newest = windows.stream_time(conn)
+        else:
+            newest = streams.newest_second(conn, stream)
+        if newest is None:
+            raise ConfigError("--relative-to stream: the store holds no events yet; use "
+                              "--relative-to now or a time, or ingest some events first")
+        return newest + timedelta(seconds=1)
+    return TIME.convert(relative_to, None, None)
+
+
+def resolve_range(
+    conn: psycopg.Connection,
+    last: timedelta | None,
+    from_: datetime | None,
+    to: datetime | None,
+    relative_to: str,
+    clock: Clock = utc_now,
+    stream: str = "events",
+) -> tuple[datetime, datetime]:
+    if (from_ is None) != (to is None):
+        raise ConfigError("--from and --to go together; give both, or --last instead")
+    if from_ is not None and to is not None:
+        if last is not None:
+            raise ConfigError("--last and --from/--to both given; use one of them")
+        return from_, to
+    end = reference_time(conn, relative_to, clock, stream)
+    return end - (last if last is not None else timedelta(hours=1)), end
+
+
+_PARAM = re.compile(r"(?<![-\w])(size|advance|rows)\b|^(from|to|key)\b")
+
+
+def _named(exc: ProcedureError) -> ProcedureError:
+    """The SQL names its parameters (``size must be ...``); the user typed options."""
+    return ProcedureError(_PARAM.sub(lambda m: f"--{m.group(0)}", str(exc)))
+
+
+def _limited(start: datetime, end: datetime, step: timedelta, limit: int | None) -> datetime:
+    """The end of [start, end) cut after the ``limit``-th start of windows ``step`` apart,
+    aligned to the epoch (sliding windows: the seconds)."""
+    if limit is None:
+        return end
+    if limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {limit}")
+    steps = math.ceil((start - EPOCH) / step)
+    return min(end, EPOCH + (steps + limit) * step)
+
+
+def window_json(w: windows.Window) -> dict[str, Any]:
+    return {"start": w.start.isoformat(), "end": w.end.isoformat(), "n": w.n,
+            "sum": number(w.total), "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg,
+            "final": w.final, "partial": w.partial}
+
+
+def _num(value: int | Decimal | None) -> int | float | None:
+    return number(value) if isinstance(value, Decimal) else value
+
+
 def _hms(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -96,37 +231,79 @@ def window_line(w: windows.Window) -> str:
     avg = f"{w.avg:.3f}" if w.avg is not None else "-"
     marks = ("final" if w.final else "open") + (" partial" if w.partial else "")
     return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {_cell(number(w.total)):>14}  "
-            f"{_cell(num(w.vmin)):>8}  {_cell(num(w.vmax)):>8}  {avg:>12}  {marks}")
+            f"{_cell(_num(w.vmin)):>8}  {_cell(_num(w.vmax)):>8}  {avg:>12}  {marks}")
 
 
 HEADER = (f"{'window_start':19}  {'window_end':19}  {'n':>9}  {'sum':>14}  {'min':>8}  "
           f"{'max':>8}  {'avg':>12}")
 
 
-def _show(app: AppContext, spec: WindowSpec, opts: dict[str, Any]) -> None:
+def _show(
+    app: AppContext,
+    kind: str,
+    params: dict[str, Any],
+    series: window_follow.Series,
+    opener: Opener,
+    step: timedelta,
+    settled: timedelta,
+    place: Callable[[windows.Window], datetime],
+    opts: dict[str, Any],
+    stream: str = "events",
+) -> None:
+    """The windows of [start, end), or --follow. The windows stream through a server-side
+    cursor straight to stdout (text or JSON): memory stays flat with their number. The
+    completeness figures are read in the same snapshot as the windows."""
     with app.connect() as conn:
-        if opts["follow"]:
-            try:
-                start, _end = answers.resolve_range(conn, opts["last"], opts["from_"],
-                                                    opts["to"], opts["relative_to"], spec.stream)
-                _follow(app, conn, spec, start, opts)
-            except ProcedureError as exc:
-                raise named(exc) from None
-            return
-        answer = answers.time_windows(conn, spec, last=opts["last"], from_=opts["from_"],
-                                      to=opts["to"], relative_to=opts["relative_to"])
+        try:
+            start, end = resolve_range(conn, opts["last"], opts["from_"], opts["to"],
+                                       opts["relative_to"], stream=stream)
+            if opts["follow"]:
+                if opts["limit"] is not None:
+                    raise ConfigError("--limit and --follow go apart: --follow prints every "
+                                      "window as it changes; use one of them")
+                _follow(app, conn, kind, params, series, settled, place, start, opts, stream)
+                return
+            end = _limited(start, end, step, opts["limit"])
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                with opener(conn, start, end) as found:
+                    _print(app, kind, params, opts, stream, conn, start, end, found)
+        except ProcedureError as exc:
+            raise _named(exc) from None
+        except WindowTimeout as exc:
+            raise WindowTimeout(str(_named(ProcedureError(str(exc))))) from None
+
+
+def _print(app: AppContext, kind: str, params: dict[str, Any], opts: dict[str, Any],
+           stream: str, conn: psycopg.Connection, start: datetime, end: datetime,
+           found: Rows[windows.Window]) -> None:
+    if stream == BUILTIN:
+        state = windows.status(conn, start, end)
+    else:
+        state = streams.status(conn, stream, start, end)
+        params = {"stream": stream, **params}
+    limit = {} if opts["limit"] is None else {"limit": opts["limit"]}
     if opts["as_json"]:
-        emit_json(answer.as_json())
+        emit_json_items({"kind": kind, **params, "from": start.isoformat(),
+                         "to": end.isoformat(), "relative_to": opts["relative_to"], **limit,
+                         **_status_json(state)}, "windows", (window_json(w) for w in found))
         return
-    state, found = answer.state, answer.windows
-    click.echo(f"{spec.kind} {_describe(spec.shown_params)}, windows in [{_hms(answer.start)}, "
-               f"{_hms(answer.end)}) UTC; complete up to "
-               f"{_hms(state.complete_up_to) if state.complete_up_to else '-'}; "
-               f"{state.late} late events in range; {len(found)} windows")
-    if found:
+    count = found.count()
+    click.echo(f"{kind} {_describe(params)}, windows in [{_hms(start)}, {_hms(end)}) UTC; "
+               f"complete up to {_hms(state.complete_up_to) if state.complete_up_to else '-'}; "
+               f"{state.late} late events in range; {count} windows")
+    if count:
         click.echo(HEADER)
     for w in found:
         click.echo(window_line(w))
+
+
+def _status_json(state: windows.Completeness) -> dict[str, Any]:
+    def iso(t: datetime | None) -> str | None:
+        return t.isoformat() if t else None
+
+    return {"stream_time": iso(state.stream_time), "complete_up_to": iso(state.complete_up_to),
+            "retired_through": iso(state.retired_through), "late": state.late}
 
 
 def _describe(params: dict[str, Any]) -> str:
@@ -137,11 +314,16 @@ def _describe(params: dict[str, Any]) -> str:
 def _follow(
     app: AppContext,
     conn: psycopg.Connection,
-    spec: WindowSpec,
+    kind: str,
+    params: dict[str, Any],
+    series: window_follow.Series,
+    settled: timedelta,
+    place: Callable[[windows.Window], datetime],
     start: datetime,
     opts: dict[str, Any],
+    stream: str = "events",
 ) -> None:
-    relative_to, stream = opts["relative_to"], spec.stream
+    relative_to = opts["relative_to"]
     if opts["from_"] is not None:  # a fixed range: follow it up to --to
         fixed = opts["to"]
 
@@ -151,28 +333,27 @@ def _follow(
 
         def reference(c: psycopg.Connection) -> datetime | None:
             try:
-                return reference_time(c, relative_to, stream)
+                return reference_time(c, relative_to, utc_now, stream)
             except ConfigError:
                 return None  # stream time before the first event: wait for one
 
     watermark = None
-    if spec.declared:
+    if stream != BUILTIN:
         def watermark(c: psycopg.Connection) -> datetime | None:
             return streams.status(c, stream, start, start).complete_up_to
 
-    follower = window_follow.Follower(spec.series, reference, start, spec.settled, opts["emit"],
-                                      spec.place, watermark)
+    follower = window_follow.Follower(series, reference, start, settled, opts["emit"], place,
+                                      watermark)
     if not opts["as_json"]:
-        click.echo(f"following {spec.kind} {_describe(spec.params)} from {_hms(start)} UTC, "
-                   f"emit {opts['emit']} (Ctrl-C stops)")
+        click.echo(f"following {kind} {_describe(params)} from {_hms(start)} UTC, emit "
+                   f"{opts['emit']} (Ctrl-C stops)")
         click.echo(HEADER)
     stop = Stop()
     with stop_on_signals(stop):
-        declared = stream if spec.declared else None
+        declared = None if stream == BUILTIN else stream
         for e in window_follow.follow(conn, follower, stop.is_set, stream=declared):
             if opts["as_json"]:
-                emit_json({"emit": e.emit, "kind": spec.kind, **spec.params,
-                           **answers.window_json(e.window)})
+                emit_json({"emit": e.emit, "kind": kind, **params, **window_json(e.window)})
             else:
                 click.echo(window_line(e.window))
     stopped_by(stop)
@@ -195,7 +376,20 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
       slidewin windows tumbling --size 10s --last 1h --key key-000042
       slidewin windows tumbling --size 1m --last 1h --stream sensors --measure temp
     """
-    _show(app, window_spec("tumbling", size, None, key, stream, measure), opts)
+    if _declared(stream, measure, key, opts):
+        _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key),
+              _stream_series(stream, measure, key, "tumbling", size),
+              _stream_opener(stream, measure, key, "tumbling", size), size, size,
+              lambda w: w.start, opts, stream)
+        return
+
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        if key is not None:
+            return key_windows.tumbling(c, key, size, s, e)
+        return windows.tumbling(c, size, s, e)
+
+    _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key), series,
+          _opener(key, "tumbling", size), size, size, lambda w: w.start, opts)
 
 
 @windows_group.command("hopping")
@@ -217,7 +411,21 @@ def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str |
       slidewin windows hopping --size 1m --advance 10s --last 1h --key key-000042
       slidewin windows hopping --size 1m --advance 10s --stream sensors --measure temp
     """
-    _show(app, window_spec("hopping", size, advance, key, stream, measure), opts)
+    params = {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()}
+    if _declared(stream, measure, key, opts):
+        _show(app, "hopping", _keyed(params, key),
+              _stream_series(stream, measure, key, "hopping", size, advance),
+              _stream_opener(stream, measure, key, "hopping", size, advance), advance, size,
+              lambda w: w.start, opts, stream)
+        return
+
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        if key is not None:
+            return key_windows.hopping(c, key, size, advance, s, e)
+        return windows.hopping(c, size, advance, s, e)
+
+    _show(app, "hopping", _keyed(params, key), series, _opener(key, "hopping", size, advance),
+          advance, size, lambda w: w.start, opts)
 
 
 @windows_group.command("sliding")
@@ -237,7 +445,21 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
       slidewin windows sliding --size 30s --last 10m --key key-000042
       slidewin windows sliding --size 30s --last 10m --stream sensors --measure temp
     """
-    _show(app, window_spec("sliding", size, None, key, stream, measure), opts)
+    second = timedelta(seconds=1)
+    if _declared(stream, measure, key, opts):
+        _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key),
+              _stream_series(stream, measure, key, "sliding", size),
+              _stream_opener(stream, measure, key, "sliding", size), second, second,
+              lambda w: w.end, opts, stream)
+        return
+
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+        if key is not None:
+            return key_windows.sliding(c, key, size, s, e)
+        return windows.sliding(c, size, s, e)
+
+    _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key), series,
+          _opener(key, "sliding", size), second, second, lambda w: w.end, opts)
 
 
 @windows_group.command("rows")
@@ -246,12 +468,16 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
               help="Events between window starts (default: --size, tumbling).")
 @click.option("--rows", "rows_", type=COUNT, default=None,
               help="How many of the newest events the windows cover (default: --size).")
+@click.option("--limit", type=COUNT, default=None,
+              help="At most this many windows, the newest: --rows is cut to what they cover. "
+                   "The fix for a request over the work limit.")
 @key_option
 @stream_options
 @json_option("One JSON object on stdout.")
 @pass_app
 def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
-             key: str | None, stream: str, measure: str | None, as_json: bool) -> None:
+             limit: int | None, key: str | None, stream: str, measure: str | None,
+             as_json: bool) -> None:
     """Count windows over the newest events in (ts, uuid) order; window 1 is the newest.
 
     \b
@@ -259,22 +485,46 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
       slidewin windows rows --size 10000                 # the last 10,000 events
       slidewin windows rows --size 1k --rows 10k         # ten windows of 1,000
       slidewin windows rows --size 1k --advance 500 --rows 5k --json
+      slidewin windows rows --size 1k --advance 1 --rows 1M --limit 10k
     """
-    if key is not None and not answers.declared(stream, measure):  # refused before connecting
+    declared = _declared(stream, measure, None, {})
+    if key is not None and not declared:
         raise ConfigError("--key on count windows needs a declared stream (--stream NAME)")
+    if limit is not None:
+        if limit < 1:
+            raise ConfigError(f"--limit must be at least 1, got {limit}")
+        rows_ = min(rows_ or size, size + (limit - 1) * (advance or size))
     with app.connect() as conn:
-        answer = answers.count_windows(conn, size, advance, rows_, key=key, stream=stream,
-                                       measure=measure)
+        try:
+            with (streams.open_count_windows(conn, stream, size, advance, rows_,
+                                             measure=measure, key=key)
+                  if declared else windows.open_count_windows(conn, size, advance,
+                                                              rows_)) as found:
+                _print_rows(found, size, advance, rows_, limit, declared, stream, as_json)
+        except ProcedureError as exc:
+            raise _named(exc) from None
+        except WindowTimeout as exc:
+            raise WindowTimeout(str(_named(ProcedureError(str(exc))))) from None
+
+
+def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None,
+                rows_: int | None, limit: int | None, declared: bool, stream: str,
+                as_json: bool) -> None:
     if as_json:
-        emit_json(answer.as_json())
+        emit_json_items({"kind": "rows", "size": size, "advance": advance or size,
+                         "rows": rows_ or size, **({"stream": stream} if declared else {}),
+                         **({} if limit is None else {"limit": limit})}, "windows", (
+                             {"number": w.number, "start": w.start.isoformat(),
+                              "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
+                              "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg}
+                             for w in found))
         return
-    found = answer.windows
     click.echo(f"count windows of {size} events every {advance or size} over the newest "
-               f"{rows_ or size}: {len(found)} windows")
+               f"{rows_ or size}: {found.count()} windows")
     for w in found:
         click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
-                   f"{_cell(number(w.total)):>14}  {_cell(num(w.vmin)):>8}  "
-                   f"{_cell(num(w.vmax)):>8}  "
+                   f"{_cell(number(w.total)):>14}  {_cell(_num(w.vmin)):>8}  "
+                   f"{_cell(_num(w.vmax)):>8}  "
                    f"{'-' if w.avg is None else format(w.avg, '.3f'):>12}")
 
 
@@ -304,15 +554,34 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
       slidewin windows current --size 10s --delta 1m --json
       slidewin windows current --size 10s --key key-000042 --relative-to stream
     """
-    answers.declared(stream, measure)  # a wrong --measure is refused before connecting
+    step = advance or size
+    declared = _declared(stream, measure, key, {})
     with app.connect() as conn:
-        answer = answers.current_windows(conn, size, advance, delta, all_, relative_to, key=key,
-                                         stream=stream, measure=measure)
+        ref = reference_time(conn, relative_to, utc_now, stream)
+        if relative_to == "stream":
+            ref -= timedelta(microseconds=1)  # inside the newest second, not after it
+        at = ref - (delta or timedelta(0))
+        try:
+            if declared:
+                found = streams.windows_at(conn, stream, size, step, at, measure=measure,
+                                           key=key)
+            elif key is not None:
+                found = key_windows.windows_at(conn, key, size, step, at)
+            else:
+                found = windows.windows_at(conn, size, step, at)
+        except ProcedureError as exc:
+            raise _named(exc) from None
+        state = streams.status(conn, stream, at, at) if declared else windows.status(conn, at,
+                                                                                      at)
+    picked = found if all_ else found[-1:]
     if as_json:
-        emit_json(answer.as_json())
+        emit_json({"kind": "current", "size_s": size.total_seconds(),
+                   "advance_s": step.total_seconds(), "at": at.isoformat(),
+                   "delta_s": (delta or timedelta(0)).total_seconds(), **_keyed({}, key),
+                   **({"stream": stream} if declared else {}),
+                   **_status_json(state), "windows": [window_json(w) for w in picked]})
         return
-    for line in _current_lines(size, answer.step, answer.at, relative_to, delta, key,
-                               answer.picked):
+    for line in _current_lines(size, step, at, relative_to, delta, key, picked):
         click.echo(line)
 
 
@@ -350,11 +619,11 @@ def key_index_cmd(app: AppContext, action: str, as_json: bool) -> None:
       slidewin windows key-index status --json
     """
     with app.connect() as conn:
-        answer = answers.key_index(conn, {"enable": True, "disable": False}.get(action))
+        on = key_windows.set_index(conn, {"enable": True, "disable": False}.get(action))
     if as_json:
-        emit_json(answer)
+        emit_json({"key_index": on})
     else:
-        click.echo(f"key index {'on' if answer['key_index'] else 'off'}")
+        click.echo(f"key index {'on' if on else 'off'}")
 
 
 for _command in windows_sessions.COMMANDS:  # session windows live in the windows group

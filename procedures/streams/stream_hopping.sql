@@ -5,7 +5,9 @@
 -- values gives: exact for integers and numeric; for doubles the exact sum of their decimals,
 -- NaN/Infinity as sum() would say; NULL when no value), min, max, avg, final, partial.
 -- measure may be NULL when the stream has one; p_key: the windows of that key alone, from its
--- own rows (slidewin.stream_buckets). Cost grows with the range asked.
+-- own rows (slidewin.stream_buckets). Cost: buckets + windows, never windows x size -- one pass
+-- over the buckets (slidewin.stream_hopping_series); tumbling windows are the buckets of the
+-- size. The work is bounded before anything is read (slidewin.check_window_work).
 CREATE OR REPLACE FUNCTION slidewin.stream_hopping(
     p_stream text, p_measure text, p_size interval, p_advance interval,
     p_from timestamptz, p_to timestamptz, p_key text DEFAULT NULL)
@@ -22,13 +24,22 @@ DECLARE
     v_step  integer := gcd(v_size, v_adv);
     v_state record := slidewin.stream_window_state(p_stream, v_size, v_adv);
     v_first timestamptz;
+    v_last  timestamptz;
     v_end   timestamptz;
+    v_msg   text;
 BEGIN
     PERFORM slidewin.check_window_range(p_from, p_to, v_adv);
     v_first := slidewin.grain_floor(p_from - interval '1 microsecond', v_adv)
                + make_interval(secs => v_adv);
-    v_end := slidewin.grain_floor(p_to - interval '1 microsecond', v_adv)
-             + make_interval(secs => v_size);
+    v_last := slidewin.grain_floor(p_to - interval '1 microsecond', v_adv);
+    IF v_first > v_last THEN
+        RETURN;
+    END IF;
+    v_end := v_last + make_interval(secs => v_size);
+    PERFORM slidewin.check_window_work(
+        format('hopping windows of %ss every %ss over stream %s', v_size, v_adv, p_stream),
+        v_size, v_adv, (extract(epoch FROM v_last - v_first) / v_adv)::bigint + 1,
+        CASE WHEN p_key IS NULL THEN ARRAY[1, 60] ELSE ARRAY[v_step] END);
     IF v_adv = v_size THEN  -- tumbling: each bucket is a window
         RETURN QUERY
         SELECT b.bucket, b.bucket + make_interval(secs => v_size), b.n, b.cnt,
@@ -45,25 +56,16 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    SELECT w.ws, w.ws + make_interval(secs => v_size), w.n, w.cnt, w.total, w.vmin, w.vmax,
-           (w.total / nullif(w.cnt, 0))::double precision,
-           coalesce(w.ws + make_interval(secs => v_size) <= v_state.watermark, false),
-           coalesce(w.ws <= v_state.retired_through, false)
-      FROM (SELECT s.ws, sum(b.n)::bigint AS n, sum(b.cnt)::bigint AS cnt,
-                   CASE WHEN sum(b.cnt) > 0 THEN slidewin.stream_total(
-                       sum(b.total), sum(b.nan)::bigint, sum(b.pinf)::bigint, sum(b.ninf)::bigint)
-                   END AS total,
-                   coalesce(min(b.vmin), (min(b.fmin))::text::numeric) AS vmin,
-                   coalesce(max(b.vmax), (max(b.fmax))::text::numeric) AS vmax
-              FROM slidewin.stream_buckets(p_stream, p_measure, v_step, v_first, v_end, p_key) AS b
-             CROSS JOIN LATERAL generate_series(
-                       slidewin.grain_floor(b.bucket - make_interval(secs => v_size - v_step)
-                                            - interval '1 microsecond', v_adv)
-                       + make_interval(secs => v_adv),
-                       slidewin.grain_floor(b.bucket, v_adv),
-                       make_interval(secs => v_adv)) AS s(ws)
-             WHERE s.ws >= p_from AND s.ws < p_to
-             GROUP BY s.ws) AS w
-     ORDER BY w.ws;
+    SELECT h.window_start, h.window_start + make_interval(secs => v_size), h.n, h.cnt, h.total,
+           h.vmin, h.vmax, h.avg,
+           coalesce(h.window_start + make_interval(secs => v_size) <= v_state.watermark, false),
+           coalesce(h.window_start <= v_state.retired_through, false)
+      FROM slidewin.stream_hopping_series(p_stream, p_measure, v_size, v_adv, v_first, v_last,
+                                          p_key) AS h
+     ORDER BY h.window_start;
+EXCEPTION WHEN query_canceled THEN  -- statement_timeout: said in words
+    GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
+    PERFORM slidewin.window_timed_out('slidewin.stream_hopping', v_msg);
+    RAISE;
 END
 $$;

@@ -1,6 +1,11 @@
 -- slidewin.stream_sliding(stream, measure, size, from, to): the moving window ending at each
 -- second t that holds events, t in [from, to), over seconds t - size through t (both ends
 -- inclusive), as slidewin.sliding for the built-in stream; columns as slidewin.stream_hopping.
+-- One pass over the seconds read, as slidewin.sliding_series: sums move with the frame
+-- [t - size, t], min and max from blocks of size + 1 s forwards and backwards (van Herk /
+-- Gil-Werman) -- never seconds x size. When the range is shorter than the size, the stretch
+-- [to - size, from) inside every window comes whole from the minute grain
+-- (slidewin.stream_pieces); with p_key, that key's rows per second.
 CREATE OR REPLACE FUNCTION slidewin.stream_sliding(
     p_stream text, p_measure text, p_size interval, p_from timestamptz, p_to timestamptz,
     p_key text DEFAULT NULL)
@@ -10,31 +15,76 @@ RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, cnt b
 LANGUAGE plpgsql STABLE
 SET extra_float_digits = 1  -- a double's min and max as its shortest round-trip decimal
 SET max_parallel_workers_per_gather = 0
+SET jit = off
+SET work_mem = '64MB'  -- the sorts of up to 100,000 seconds stay in memory
 AS $$
 DECLARE
     v_size  integer := slidewin.window_seconds('size', p_size);
     v_span  interval := make_interval(secs => v_size);
+    v_len   integer := v_size + 1;
     v_state record := slidewin.stream_window_state(p_stream, v_size, v_size);
+    v_m     record := slidewin.stream_measure(p_stream, p_measure);
+    v_dbl   boolean := v_m.type = 'double precision';
+    v_gap   boolean;
+    v_cuts  timestamptz[];
+    v_src   text;
+    v_msg   text;
 BEGIN
     PERFORM slidewin.check_window_range(p_from, p_to, 1);
-    RETURN QUERY
-    SELECT w.sec - v_span, w.sec, w.n::bigint, w.cnt::bigint,
-           CASE WHEN w.cnt > 0 THEN slidewin.stream_total(w.total, w.nan::bigint,
-                                                          w.pinf::bigint, w.ninf::bigint) END,
-           w.vmin, w.vmax,
-           (slidewin.stream_total(w.total, w.nan::bigint, w.pinf::bigint, w.ninf::bigint)
-            / nullif(w.cnt, 0))::double precision,
-           coalesce(w.sec + interval '1 second' <= v_state.watermark, false),
-           coalesce(w.sec - v_span <= v_state.retired_through, false)
-      FROM (SELECT b.bucket AS sec, sum(b.n) OVER f AS n, sum(b.cnt) OVER f AS cnt,
-                   sum(b.total) OVER f AS total,
-                   coalesce(min(b.vmin) OVER f, (min(b.fmin) OVER f)::text::numeric) AS vmin,
-                   coalesce(max(b.vmax) OVER f, (max(b.fmax) OVER f)::text::numeric) AS vmax,
-                   sum(b.nan) OVER f AS nan,
-                   sum(b.pinf) OVER f AS pinf, sum(b.ninf) OVER f AS ninf
-              FROM slidewin.stream_buckets(p_stream, p_measure, 1, p_from - v_span, p_to, p_key) AS b
-            WINDOW f AS (ORDER BY b.bucket RANGE BETWEEN v_span PRECEDING AND CURRENT ROW)) AS w
-     WHERE w.sec >= p_from
-     ORDER BY w.sec;
+    PERFORM slidewin.check_window_work(
+        format('sliding windows of %ss over stream %s', v_size, p_stream), v_len, 1,
+        ceil(extract(epoch FROM p_to - p_from))::bigint,
+        CASE WHEN p_key IS NULL THEN ARRAY[1, 60] ELSE ARRAY[1] END);
+    v_gap := p_key IS NULL AND p_to - v_span < p_from;
+    IF v_gap THEN  -- the stretch inside every window, cut only at block boundaries
+        v_cuts := ARRAY[p_to - v_span, p_from]
+                  || ARRAY(SELECT generate_series(
+                               slidewin.grain_floor(p_to - v_span, v_len)
+                               + make_interval(secs => v_len),
+                               p_from, make_interval(secs => v_len)));
+        v_src := 'SELECT * FROM slidewin.stream_buckets($1, $2, 1, $3 - $5, $6) '
+                 'UNION ALL SELECT * FROM slidewin.stream_pieces($1, $2, $7) '
+                 'UNION ALL SELECT * FROM slidewin.stream_buckets($1, $2, 1, $3, $4)';
+    ELSE
+        v_src := 'SELECT * FROM slidewin.stream_buckets($1, $2, 1, $3 - $5, $4, $8)';
+    END IF;
+    RETURN QUERY EXECUTE format(
+    'SELECT w.sec - $5, w.sec, w.n::bigint, w.cnt::bigint,
+            CASE WHEN w.cnt > 0 THEN slidewin.stream_total(w.total, w.nan::bigint,
+                                                           w.pinf::bigint, w.ninf::bigint) END,
+            (CASE WHEN w.fblk = w.blk THEN w.hmin ELSE least(w.fmin, w.hmin) END)%1$s,
+            (CASE WHEN w.fblk = w.blk THEN w.hmax ELSE greatest(w.fmax, w.hmax) END)%1$s,
+            (slidewin.stream_total(w.total, w.nan::bigint, w.pinf::bigint, w.ninf::bigint)
+             / nullif(w.cnt, 0))::double precision,
+            coalesce(w.sec + interval ''1 second'' <= $9, false),
+            coalesce(w.sec - $5 <= $10, false)
+       FROM (SELECT d.sec, d.blk, sum(d.n) OVER f AS n, sum(d.cnt) OVER f AS cnt,
+                    sum(d.total) OVER f AS total, %2$s,
+                    first_value(d.tmin) OVER f AS fmin, first_value(d.tmax) OVER f AS fmax,
+                    first_value(d.blk) OVER f AS fblk, d.hmin, d.hmax
+               FROM (SELECT h.*, min(h.lo) OVER tail AS tmin, max(h.hi) OVER tail AS tmax
+                       FROM (SELECT b.*, min(b.lo) OVER head AS hmin, max(b.hi) OVER head AS hmax
+                               FROM (SELECT s.bucket AS sec, s.n, s.cnt, s.total, s.nan, s.pinf,
+                                            s.ninf, s.%3$I AS lo, s.%4$I AS hi,
+                                            floor(date_part(''epoch'', s.bucket) / $11)::bigint
+                                            AS blk
+                                       FROM (%5$s) AS s) AS b
+                             WINDOW head AS (PARTITION BY b.blk ORDER BY b.sec)) AS h
+                     WINDOW tail AS (PARTITION BY h.blk ORDER BY h.sec DESC)) AS d
+             WINDOW f AS (ORDER BY d.sec RANGE BETWEEN $5 PRECEDING AND CURRENT ROW)) AS w
+      WHERE w.sec >= $3
+      ORDER BY w.sec',
+        CASE WHEN v_dbl THEN '::text::numeric' ELSE '' END,
+        CASE WHEN v_dbl THEN 'sum(d.nan) OVER f AS nan, sum(d.pinf) OVER f AS pinf, '
+                             'sum(d.ninf) OVER f AS ninf'
+             ELSE '0 AS nan, 0 AS pinf, 0 AS ninf' END,
+        CASE WHEN v_dbl THEN 'fmin' ELSE 'vmin' END, CASE WHEN v_dbl THEN 'fmax' ELSE 'vmax' END,
+        v_src)
+    USING p_stream, p_measure, p_from, p_to, v_span, p_to - v_span, v_cuts, p_key,
+          v_state.watermark, v_state.retired_through, v_len;
+EXCEPTION WHEN query_canceled THEN  -- statement_timeout: said in words
+    GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
+    PERFORM slidewin.window_timed_out('slidewin.stream_sliding', v_msg);
+    RAISE;
 END
 $$;

@@ -8,12 +8,20 @@
 -- Bounded by p_rows, never by the table: the rollups (newest seconds first) give the second
 -- where the newest p_rows events begin, then each partition reads its index from there (for one
 -- window, the last p_size events, only that second's rows: the newer seconds come from rollups).
+-- Many windows cost rows + windows, never rows x size / advance: the events are numbered newest
+-- first and cut into blocks of p_size; each row carries the running sum and the running min and
+-- max of its block forwards and backwards, so a window -- the tail of one block and the head of
+-- the next (van Herk / Gil-Werman) -- is its first and last row's (slidewin.hopping_series
+-- explains the idea). The work is bounded before anything is read
+-- (slidewin.check_window_work).
 CREATE OR REPLACE FUNCTION slidewin.count_windows(
     p_size integer, p_advance integer DEFAULT NULL, p_rows integer DEFAULT NULL)
 RETURNS TABLE (window_no integer, window_start timestamptz, window_end timestamptz, n bigint,
                total numeric, vmin bigint, vmax bigint, avg double precision)
 LANGUAGE plpgsql STABLE
 SET max_parallel_workers_per_gather = 0  -- sub-millisecond work: starting workers costs more
+SET jit = off
+SET work_mem = '64MB'  -- the sorts of up to a million events stay in memory
 SET enable_bitmapscan = off  -- read each primary key backwards, in order, instead of sorting
 AS $$
 DECLARE
@@ -31,8 +39,15 @@ DECLARE
     v_bmax   bigint;
     v_first  timestamptz;
     v_last   timestamptz;
+    v_msg   text;
 BEGIN
     PERFORM slidewin.check_count_windows(p_size, v_adv, v_rows);
+    IF v_rows > p_size THEN  -- one window reads the rollups and one second's events
+        PERFORM slidewin.check_window_work(
+            format('count windows of %s events every %s over the newest %s', p_size, v_adv,
+                   v_rows),
+            p_size, v_adv, (v_rows - p_size) / v_adv + 1, ARRAY[1], 'rows');
+    END IF;
     SELECT c.sec INTO v_from
       FROM (SELECT s.sec, sum(s.n) OVER (ORDER BY s.sec DESC) AS upto
               FROM (SELECT r.sec, sum(r.n) AS n FROM slidewin.rollups r
@@ -73,21 +88,54 @@ BEGIN
                             greatest(v_max, v_bmax), (v_total / v_n)::double precision;
         RETURN;
     END IF;
+    IF v_adv = p_size THEN  -- tumbling: each row in exactly one window
+        RETURN QUERY EXECUTE format(
+        'WITH newest AS (
+            SELECT e.ts, e.val, row_number() OVER () AS rn  -- numbered as merged: newest first
+              FROM (SELECT * FROM (%s) AS u ORDER BY ts DESC, uuid DESC LIMIT $2) AS e
+        )
+        SELECT w.k + 1, min(e.ts), max(e.ts), count(*), sum(e.val)::numeric, min(e.val),
+               max(e.val), avg(e.val)::double precision
+          FROM newest e
+         CROSS JOIN LATERAL (SELECT ((e.rn - 1) / $3)::integer) AS w(k)
+         WHERE w.k * $4 + $3 <= $2
+         GROUP BY w.k
+         ORDER BY w.k', v_parts)
+        USING v_from, v_rows, p_size, v_adv;
+        RETURN;
+    END IF;
+    -- rn: 1 = the newest; window k (from 0) holds rn k * advance + 1 .. k * advance + size (or
+    -- the last row, when fewer events are stored), blocks of size rows from rn 1
     RETURN QUERY EXECUTE format(
     'WITH newest AS (
         SELECT e.ts, e.val, row_number() OVER () AS rn  -- numbered as merged: newest first
           FROM (SELECT * FROM (%s) AS u ORDER BY ts DESC, uuid DESC LIMIT $2) AS e
+    ), h AS (
+        SELECT e.*, (e.rn - 1) / $3 AS blk, sum(e.val) OVER run AS p,
+               min(e.val) OVER head AS hmin, max(e.val) OVER head AS hmax
+          FROM newest e
+        WINDOW run AS (ORDER BY (e.rn - 1) / $3, e.rn ROWS UNBOUNDED PRECEDING),
+               head AS (PARTITION BY (e.rn - 1) / $3 ORDER BY e.rn ROWS UNBOUNDED PRECEDING)
+    ), t AS (
+        SELECT h.*, min(h.val) OVER tail AS tmin, max(h.val) OVER tail AS tmax
+          FROM h WINDOW tail AS (PARTITION BY h.blk ORDER BY h.rn DESC ROWS UNBOUNDED PRECEDING)
+    ), w AS (
+        SELECT k.k, k.k * $4 + 1 AS first_rn,
+               least(k.k * $4 + $3, (SELECT count(*) FROM newest)) AS last_rn
+          FROM generate_series(0, ($2 - $3) / $4) AS k(k)
     )
-    SELECT w.k + 1, min(e.ts), max(e.ts), count(*), sum(e.val)::numeric, min(e.val), max(e.val),
-           avg(e.val)::double precision
-      FROM newest e
-     CROSS JOIN LATERAL %s AS w(k)
-     WHERE w.k * $4 + $3 <= $2
-     GROUP BY w.k
-     ORDER BY w.k', v_parts,
-        CASE WHEN v_adv = p_size THEN '(SELECT ((e.rn - 1) / $3)::integer)'  -- tumbling: one each
-             ELSE 'generate_series(greatest((e.rn - $3 + $4 - 1) / $4, 0)::integer,
-                                   ((e.rn - 1) / $4)::integer)' END)
+    SELECT (w.k + 1)::integer, l.ts, f.ts, l.rn - f.rn + 1, l.p - f.p + f.val,
+           CASE WHEN l.blk = f.blk THEN f.tmin ELSE least(f.tmin, l.hmin) END,
+           CASE WHEN l.blk = f.blk THEN f.tmax ELSE greatest(f.tmax, l.hmax) END,
+           ((l.p - f.p + f.val) / (l.rn - f.rn + 1))::double precision
+      FROM w
+      JOIN t AS f ON f.rn = w.first_rn
+      JOIN t AS l ON l.rn = w.last_rn
+     ORDER BY w.k', v_parts)
     USING v_from, v_rows, p_size, v_adv;
+EXCEPTION WHEN query_canceled THEN  -- statement_timeout: said in words
+    GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
+    PERFORM slidewin.window_timed_out('slidewin.count_windows', v_msg);
+    RAISE;
 END
 $$;

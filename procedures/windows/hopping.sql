@@ -5,8 +5,11 @@
 -- Each row: the window, count/sum/min/max/avg of its events, `final` (window_end <=
 -- slidewin.complete_up_to(): no event the ingest can still accept falls in it) and `partial`
 -- (retention has deleted events at or after its start: slidewin.retired_through()).
--- Read from buckets of gcd(size, advance) seconds (slidewin.rollup_buckets), each added to the
--- size/advance windows holding it: cost grows with the range asked, never with the table.
+-- Cost: buckets + windows, never windows x size -- slidewin.hopping_series reads each stretch
+-- between two window boundaries once, from the coarsest grain that fits, and computes every
+-- window in one pass; tumbling windows (advance = size) are the buckets of the size
+-- (slidewin.rollup_buckets). The work is bounded before anything is read
+-- (slidewin.check_window_work).
 CREATE OR REPLACE FUNCTION slidewin.hopping(
     p_size interval, p_advance interval, p_from timestamptz, p_to timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, total numeric,
@@ -17,34 +20,45 @@ AS $$
 DECLARE
     v_size  integer := slidewin.window_seconds('size', p_size);
     v_adv   integer := slidewin.window_seconds('advance', p_advance);
-    v_step  integer := gcd(v_size, v_adv);
+    v_span  interval := make_interval(secs => v_size);
     v_first timestamptz;
-    v_end   timestamptz;
+    v_last  timestamptz;
     v_done  timestamptz := slidewin.complete_up_to();
     v_cut   timestamptz := slidewin.retired_through();
+    v_msg   text;
 BEGIN
     PERFORM slidewin.check_window_spec(v_size, v_adv);
     PERFORM slidewin.check_window_range(p_from, p_to, v_adv);
-    -- the first start >= p_from, and the end of the last window starting before p_to
+    -- the first start >= p_from and the last start < p_to
     v_first := slidewin.grain_floor(p_from - interval '1 microsecond', v_adv)
                + make_interval(secs => v_adv);
-    v_end := slidewin.grain_floor(p_to - interval '1 microsecond', v_adv)
-             + make_interval(secs => v_size);
+    v_last := slidewin.grain_floor(p_to - interval '1 microsecond', v_adv);
+    IF v_first > v_last THEN
+        RETURN;
+    END IF;
+    PERFORM slidewin.check_window_work(
+        format('hopping windows of %ss every %ss', v_size, v_adv), v_size, v_adv,
+        (extract(epoch FROM v_last - v_first) / v_adv)::bigint + 1,
+        ARRAY[1] || slidewin.rollup_grains());
+    IF v_adv = v_size THEN  -- tumbling: each bucket of the size is its window
+        RETURN QUERY
+        SELECT b.bucket, b.bucket + v_span, b.n, b.total, b.vmin, b.vmax,
+               (b.total / b.n)::double precision,
+               coalesce(b.bucket + v_span <= v_done, false), coalesce(b.bucket <= v_cut, false)
+          FROM slidewin.rollup_buckets(v_size, v_first, v_last + v_span) AS b
+         ORDER BY b.bucket;
+        RETURN;
+    END IF;
     RETURN QUERY
-    SELECT s.ws, s.ws + make_interval(secs => v_size), sum(b.n)::bigint, sum(b.total),
-           min(b.vmin), max(b.vmax), (sum(b.total) / sum(b.n))::double precision,
-           coalesce(s.ws + make_interval(secs => v_size) <= v_done, false),
-           coalesce(s.ws <= v_cut, false)
-      FROM slidewin.rollup_buckets(v_step, v_first, v_end) AS b
-     CROSS JOIN LATERAL generate_series(
-               -- the windows holding bucket b: starts in (b - size, b], multiples of advance
-               slidewin.grain_floor(b.bucket - make_interval(secs => v_size - v_step)
-                                    - interval '1 microsecond', v_adv)
-               + make_interval(secs => v_adv),
-               slidewin.grain_floor(b.bucket, v_adv),
-               make_interval(secs => v_adv)) AS s(ws)
-     WHERE s.ws >= p_from AND s.ws < p_to
-     GROUP BY s.ws
-     ORDER BY s.ws;
+    SELECT h.window_start, h.window_start + v_span, h.n, h.total, h.vmin, h.vmax,
+           (h.total / h.n)::double precision,
+           coalesce(h.window_start + v_span <= v_done, false),
+           coalesce(h.window_start <= v_cut, false)
+      FROM slidewin.hopping_series(NULL, v_size, v_adv, v_first, v_last) AS h
+     ORDER BY h.window_start;
+EXCEPTION WHEN query_canceled THEN  -- statement_timeout: said in words
+    GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
+    PERFORM slidewin.window_timed_out('slidewin.hopping', v_msg);
+    RAISE;
 END
 $$;
