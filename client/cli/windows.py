@@ -20,8 +20,9 @@ from client.cli.context import AppContext, emit_json, emit_json_items, number, p
 from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from client.cli.root import SlidewinGroup
+from db import clock as wall
 from db import key_windows, streams, window_follow, windows
-from db.clock import Clock, utc_now
+from db.clock import Clock
 from db.errors import ConfigError, ProcedureError, WindowTimeout
 from db.signals import Stop, stop_on_signals
 from db.window_rows import Rows
@@ -33,6 +34,12 @@ U = TypeVar("U")
 # (conn, start, end) -> the windows starting in [start, end), streamed (db.window_rows)
 Opener = Callable[[psycopg.Connection, datetime, datetime],
                   AbstractContextManager[Rows[windows.Window]]]
+
+
+def _now() -> datetime:
+    """The wall clock, looked up at each call (so a pinned ``db.clock.utc_now`` holds here too,
+    as in ``client.answers``)."""
+    return wall.utc_now()
 
 
 def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -176,7 +183,7 @@ def resolve_range(
     from_: datetime | None,
     to: datetime | None,
     relative_to: str,
-    clock: Clock = utc_now,
+    clock: Clock | None = None,
     stream: str = "events",
 ) -> tuple[datetime, datetime]:
     if (from_ is None) != (to is None):
@@ -185,7 +192,7 @@ def resolve_range(
         if last is not None:
             raise ConfigError("--last and --from/--to both given; use one of them")
         return from_, to
-    end = reference_time(conn, relative_to, clock, stream)
+    end = reference_time(conn, relative_to, clock or _now, stream)
     return end - (last if last is not None else timedelta(hours=1)), end
 
 
@@ -333,7 +340,7 @@ def _follow(
 
         def reference(c: psycopg.Connection) -> datetime | None:
             try:
-                return reference_time(c, relative_to, utc_now, stream)
+                return reference_time(c, relative_to, _now, stream)
             except ConfigError:
                 return None  # stream time before the first event: wait for one
 
@@ -557,7 +564,7 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
     step = advance or size
     declared = _declared(stream, measure, key, {})
     with app.connect() as conn:
-        ref = reference_time(conn, relative_to, utc_now, stream)
+        ref = reference_time(conn, relative_to, _now, stream)
         if relative_to == "stream":
             ref -= timedelta(microseconds=1)  # inside the newest second, not after it
         at = ref - (delta or timedelta(0))
