@@ -5,41 +5,39 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any, TypeVar
 
 import click
 import psycopg
 
+from client.answers.windows import (
+    BUILTIN,
+    named,
+    num,
+    reference_time,
+    resolve_range,
+    status_json,
+    window_json,
+)
 from client.cli import windows_sessions
 from client.cli.context import AppContext, emit_json, emit_json_items, number, pass_app
 from client.cli.interrupts import stopped_by
 from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from client.cli.root import SlidewinGroup
-from db import clock as wall
 from db import key_windows, streams, window_follow, windows
-from db.clock import Clock
 from db.errors import ConfigError, ProcedureError, WindowTimeout
 from db.signals import Stop, stop_on_signals
 from db.window_rows import Rows
 
-BUILTIN = "events"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T = TypeVar("T")
 U = TypeVar("U")
 # (conn, start, end) -> the windows starting in [start, end), streamed (db.window_rows)
 Opener = Callable[[psycopg.Connection, datetime, datetime],
                   AbstractContextManager[Rows[windows.Window]]]
-
-
-def _now() -> datetime:
-    """The wall clock, looked up at each call (so a pinned ``db.clock.utc_now`` holds here too,
-    as in ``client.answers``)."""
-    return wall.utc_now()
 
 
 def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -159,51 +157,6 @@ def windows_group() -> None:
     """
 
 
-def reference_time(conn: psycopg.Connection, relative_to: str, clock: Clock,
-                   stream: str = "events") -> datetime:
-    """The end of a --last range: the wall clock, the end of the newest second holding events,
-    or a given time."""
-    if relative_to == "now":
-        return clock()
-    if relative_to == "stream":
-        if stream == BUILTIN:
-            newest = windows.stream_time(conn)
-        else:
-            newest = streams.newest_second(conn, stream)
-        if newest is None:
-            raise ConfigError("--relative-to stream: the store holds no events yet; use "
-                              "--relative-to now or a time, or ingest some events first")
-        return newest + timedelta(seconds=1)
-    return TIME.convert(relative_to, None, None)
-
-
-def resolve_range(
-    conn: psycopg.Connection,
-    last: timedelta | None,
-    from_: datetime | None,
-    to: datetime | None,
-    relative_to: str,
-    clock: Clock | None = None,
-    stream: str = "events",
-) -> tuple[datetime, datetime]:
-    if (from_ is None) != (to is None):
-        raise ConfigError("--from and --to go together; give both, or --last instead")
-    if from_ is not None and to is not None:
-        if last is not None:
-            raise ConfigError("--last and --from/--to both given; use one of them")
-        return from_, to
-    end = reference_time(conn, relative_to, clock or _now, stream)
-    return end - (last if last is not None else timedelta(hours=1)), end
-
-
-_PARAM = re.compile(r"(?<![-\w])(size|advance|rows)\b|^(from|to|key)\b")
-
-
-def _named(exc: ProcedureError) -> ProcedureError:
-    """The SQL names its parameters (``size must be ...``); the user typed options."""
-    return ProcedureError(_PARAM.sub(lambda m: f"--{m.group(0)}", str(exc)))
-
-
 def _limited(start: datetime, end: datetime, step: timedelta, limit: int | None) -> datetime:
     """The end of [start, end) cut after the ``limit``-th start of windows ``step`` apart,
     aligned to the epoch (sliding windows: the seconds)."""
@@ -213,16 +166,6 @@ def _limited(start: datetime, end: datetime, step: timedelta, limit: int | None)
         raise ConfigError(f"--limit must be at least 1, got {limit}")
     steps = math.ceil((start - EPOCH) / step)
     return min(end, EPOCH + (steps + limit) * step)
-
-
-def window_json(w: windows.Window) -> dict[str, Any]:
-    return {"start": w.start.isoformat(), "end": w.end.isoformat(), "n": w.n,
-            "sum": number(w.total), "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg,
-            "final": w.final, "partial": w.partial}
-
-
-def _num(value: int | Decimal | None) -> int | float | None:
-    return number(value) if isinstance(value, Decimal) else value
 
 
 def _hms(t: datetime) -> str:
@@ -238,7 +181,7 @@ def window_line(w: windows.Window) -> str:
     avg = f"{w.avg:.3f}" if w.avg is not None else "-"
     marks = ("final" if w.final else "open") + (" partial" if w.partial else "")
     return (f"{_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  {_cell(number(w.total)):>14}  "
-            f"{_cell(_num(w.vmin)):>8}  {_cell(_num(w.vmax)):>8}  {avg:>12}  {marks}")
+            f"{_cell(num(w.vmin)):>8}  {_cell(num(w.vmax)):>8}  {avg:>12}  {marks}")
 
 
 HEADER = (f"{'window_start':19}  {'window_end':19}  {'n':>9}  {'sum':>14}  {'min':>8}  "
@@ -276,9 +219,9 @@ def _show(
                 with opener(conn, start, end) as found:
                     _print(app, kind, params, opts, stream, conn, start, end, found)
         except ProcedureError as exc:
-            raise _named(exc) from None
+            raise named(exc) from None
         except WindowTimeout as exc:
-            raise WindowTimeout(str(_named(ProcedureError(str(exc))))) from None
+            raise WindowTimeout(str(named(ProcedureError(str(exc))))) from None
 
 
 def _print(app: AppContext, kind: str, params: dict[str, Any], opts: dict[str, Any],
@@ -293,7 +236,7 @@ def _print(app: AppContext, kind: str, params: dict[str, Any], opts: dict[str, A
     if opts["as_json"]:
         emit_json_items({"kind": kind, **params, "from": start.isoformat(),
                          "to": end.isoformat(), "relative_to": opts["relative_to"], **limit,
-                         **_status_json(state)}, "windows", (window_json(w) for w in found))
+                         **status_json(state)}, "windows", (window_json(w) for w in found))
         return
     count = found.count()
     click.echo(f"{kind} {_describe(params)}, windows in [{_hms(start)}, {_hms(end)}) UTC; "
@@ -303,14 +246,6 @@ def _print(app: AppContext, kind: str, params: dict[str, Any], opts: dict[str, A
         click.echo(HEADER)
     for w in found:
         click.echo(window_line(w))
-
-
-def _status_json(state: windows.Completeness) -> dict[str, Any]:
-    def iso(t: datetime | None) -> str | None:
-        return t.isoformat() if t else None
-
-    return {"stream_time": iso(state.stream_time), "complete_up_to": iso(state.complete_up_to),
-            "retired_through": iso(state.retired_through), "late": state.late}
 
 
 def _describe(params: dict[str, Any]) -> str:
@@ -340,7 +275,7 @@ def _follow(
 
         def reference(c: psycopg.Connection) -> datetime | None:
             try:
-                return reference_time(c, relative_to, _now, stream)
+                return reference_time(c, relative_to, stream)
             except ConfigError:
                 return None  # stream time before the first event: wait for one
 
@@ -509,9 +444,9 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
                                                               rows_)) as found:
                 _print_rows(found, size, advance, rows_, limit, declared, stream, as_json)
         except ProcedureError as exc:
-            raise _named(exc) from None
+            raise named(exc) from None
         except WindowTimeout as exc:
-            raise WindowTimeout(str(_named(ProcedureError(str(exc))))) from None
+            raise WindowTimeout(str(named(ProcedureError(str(exc))))) from None
 
 
 def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None,
@@ -523,15 +458,15 @@ def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None
                          **({} if limit is None else {"limit": limit})}, "windows", (
                              {"number": w.number, "start": w.start.isoformat(),
                               "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
-                              "min": _num(w.vmin), "max": _num(w.vmax), "avg": w.avg}
+                              "min": num(w.vmin), "max": num(w.vmax), "avg": w.avg}
                              for w in found))
         return
     click.echo(f"count windows of {size} events every {advance or size} over the newest "
                f"{rows_ or size}: {found.count()} windows")
     for w in found:
         click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
-                   f"{_cell(number(w.total)):>14}  {_cell(_num(w.vmin)):>8}  "
-                   f"{_cell(_num(w.vmax)):>8}  "
+                   f"{_cell(number(w.total)):>14}  {_cell(num(w.vmin)):>8}  "
+                   f"{_cell(num(w.vmax)):>8}  "
                    f"{'-' if w.avg is None else format(w.avg, '.3f'):>12}")
 
 
@@ -564,7 +499,7 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
     step = advance or size
     declared = _declared(stream, measure, key, {})
     with app.connect() as conn:
-        ref = reference_time(conn, relative_to, _now, stream)
+        ref = reference_time(conn, relative_to, stream)
         if relative_to == "stream":
             ref -= timedelta(microseconds=1)  # inside the newest second, not after it
         at = ref - (delta or timedelta(0))
@@ -577,7 +512,7 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
             else:
                 found = windows.windows_at(conn, size, step, at)
         except ProcedureError as exc:
-            raise _named(exc) from None
+            raise named(exc) from None
         state = streams.status(conn, stream, at, at) if declared else windows.status(conn, at,
                                                                                       at)
     picked = found if all_ else found[-1:]
@@ -586,7 +521,7 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
                    "advance_s": step.total_seconds(), "at": at.isoformat(),
                    "delta_s": (delta or timedelta(0)).total_seconds(), **_keyed({}, key),
                    **({"stream": stream} if declared else {}),
-                   **_status_json(state), "windows": [window_json(w) for w in picked]})
+                   **status_json(state), "windows": [window_json(w) for w in picked]})
         return
     for line in _current_lines(size, step, at, relative_to, delta, key, picked):
         click.echo(line)
