@@ -13,6 +13,7 @@ COPY db ./db
 COPY ingest ./ingest
 COPY jobs ./jobs
 COPY procedures ./procedures
+COPY slidewin ./slidewin
 RUN pip install --no-cache-dir .
 
 # spark-class and the jars come with the pyspark wheel

@@ -44,8 +44,11 @@ ORPHAN_GRACE_S = 90.0  # a clean stop (an ingest's last batch, Spark, the JVM) f
 def slidewin_argv(*args: str) -> list[str]:
     """The command line running ``slidewin`` with this interpreter (no PATH lookup), as a
     child of this process (``child_main``)."""
-    # not ``-m client.cli``: that would import the command modules twice (as __main__ too)
-    return [sys.executable, "-c", "from client.processes import child_main; child_main()", *args]
+    # not ``-m slidewin.client.cli``: that would import the command modules twice (as __main__)
+    return [sys.executable, "-c", CHILD_MAIN, *args]
+
+
+CHILD_MAIN = "from slidewin.client.processes import child_main; child_main()"
 
 
 def child_main() -> None:
@@ -55,10 +58,10 @@ def child_main() -> None:
         watch_parent(int(parent))
     held = os.environ.pop(HOLD_ENV, None)
     if held:
-        from db import embedded
+        from slidewin.db import embedded
 
         embedded.hold(Path(held))
-    from client.cli import main
+    from slidewin.client.cli import main
 
     main()
 
@@ -111,7 +114,7 @@ def slidewin_child(dsn: str, *args: str, base_env: Mapping[str, str] | None = No
     module docstring)."""
     if any(arg == "--dsn" or arg.startswith("--dsn=") for arg in args):
         raise ValueError("pass the DSN as slidewin_child's first argument, not as --dsn")
-    from db import embedded
+    from slidewin.db import embedded
 
     env = dict(os.environ if base_env is None else base_env)
     env["SLIDEWIN_DSN"] = dsn

@@ -14,7 +14,7 @@ from pathlib import Path
 import platformdirs
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from db.errors import ConfigError
+from slidewin.db.errors import ConfigError
 
 DSN_VARIABLES = ("SLIDEWIN_DSN", "DATABASE_URL")
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import psycopg
 
-from db import embedded
-from db.config import configured_dsn, data_dir, redact
-from db.errors import DatabaseUnavailable, ProcedureError, SlidewinError
+from slidewin.db import embedded
+from slidewin.db.config import configured_dsn, data_dir, redact
+from slidewin.db.errors import DatabaseUnavailable, ProcedureError, SlidewinError
 
 EMBEDDED_DATABASE = "slidewin"
 # What CREATE DATABASE raises when another session created the same name first.

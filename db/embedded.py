@@ -50,8 +50,8 @@ from typing import Any
 
 import psutil
 
-from db import pgserver_internals
-from db.errors import DatabaseUnavailable
+from slidewin.db import pgserver_internals
+from slidewin.db.errors import DatabaseUnavailable
 
 # pgserver asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR that warns on
 # every command, though the /tmp fallback it takes works fine.

@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 import psycopg
 from psycopg import sql
 
-from db import joins
-from db.changes import JOINS_CHANNEL, RollupChanges
-from db.joins import Answer
+from slidewin.db import joins
+from slidewin.db.changes import JOINS_CHANNEL, RollupChanges
+from slidewin.db.joins import Answer
 
 UPDATE = "update"
 FINAL = "final"

@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from db.streams import procedure_errors
+from slidewin.db.streams import procedure_errors
 
 KINDS = ("interval", "rows", "asof")
 TYPES = ("inner", "left", "right", "full")

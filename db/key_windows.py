@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from db.connect import procedure_errors
-from db.window_rows import TIMEOUT, Rows, streamed
-from db.windows import Window
+from slidewin.db.connect import procedure_errors
+from slidewin.db.window_rows import TIMEOUT, Rows, streamed
+from slidewin.db.windows import Window
 
 _COLUMNS = "window_start, window_end, n, total, vmin, vmax, avg, final, partial"
 

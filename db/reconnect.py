@@ -29,8 +29,8 @@ from datetime import timedelta
 
 import psycopg
 
-from db.config import redact
-from db.errors import ConfigError, DatabaseUnavailable
+from slidewin.db.config import redact
+from slidewin.db.errors import ConfigError, DatabaseUnavailable
 
 DEFAULT_TIMEOUT = timedelta(minutes=3)
 # SQLSTATEs of a server going away: 57P01 admin_shutdown (pg_ctl stop -m fast, a terminated

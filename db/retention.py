@@ -11,7 +11,7 @@ from datetime import datetime
 
 import psycopg
 
-from db.connect import procedure_errors
+from slidewin.db.connect import procedure_errors
 
 
 def _call(conn: psycopg.Connection, sql: str, args: tuple[object, ...]) -> int:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import psycopg
 
-import procedures
-from db.connect import procedure_errors
-from db.errors import SchemaMissing
+from slidewin import procedures
+from slidewin.db.connect import procedure_errors
+from slidewin.db.errors import SchemaMissing
 
 BASELINE_VERSION = 1  # the first recorded version; migrations number on from 2
 INIT_LOCK = "slidewin.init_schema"

@@ -14,9 +14,9 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from db.connect import connect
-from db.errors import SlidewinError
-from db.schema import init_schema
+from slidewin.db.connect import connect
+from slidewin.db.errors import SlidewinError
+from slidewin.db.schema import init_schema
 
 
 def with_database(dsn: str, name: str) -> str:

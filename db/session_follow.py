@@ -20,8 +20,8 @@ from datetime import datetime
 
 import psycopg
 
-from db import sessions
-from db.changes import RollupChanges
+from slidewin.db import sessions
+from slidewin.db.changes import RollupChanges
 
 UPDATE = "update"
 FINAL = "final"

@@ -21,8 +21,8 @@ from decimal import Decimal
 
 import psycopg
 
-from db.connect import procedure_errors, refusal_text
-from db.errors import ConfigError, ProcedureError
+from slidewin.db.connect import procedure_errors, refusal_text
+from slidewin.db.errors import ConfigError, ProcedureError
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MAX_LIMIT = 100_000

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from db.schema import require_schema
+from slidewin.db.schema import require_schema
 
 PARTITION_STATUS_SQL = """
 SELECT k.part,

@@ -17,8 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from db.errors import ConfigError
-from db.streams import Column
+from slidewin.db.errors import ConfigError
+from slidewin.db.streams import Column
 
 SAMPLE_RECORDS = 1000
 _ORDER = ("boolean", "bigint", "double precision", "timestamptz", "text", "jsonb")

@@ -21,11 +21,11 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from db.connect import refusal_text
-from db.errors import ProcedureError
-from db.window_rows import TIMEOUT, Rows, streamed
-from db.windows import Completeness, CountWindow
-from db.windows import Window as WindowRow
+from slidewin.db.connect import refusal_text
+from slidewin.db.errors import ProcedureError
+from slidewin.db.window_rows import TIMEOUT, Rows, streamed
+from slidewin.db.windows import Completeness, CountWindow
+from slidewin.db.windows import Window as WindowRow
 
 NAME_RULE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 TYPES = ("text", "bigint", "integer", "double precision", "numeric", "boolean", "timestamptz",

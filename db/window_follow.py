@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from db.changes import STREAMS_CHANNEL, RollupChanges
-from db.windows import Window, status
+from slidewin.db.changes import STREAMS_CHANNEL, RollupChanges
+from slidewin.db.windows import Window, status
 
 UPDATE = "update"
 FINAL = "final"

@@ -25,8 +25,8 @@ from typing import Any, Generic, TypeVar
 import psycopg
 from psycopg import sql
 
-from db.connect import refusal_text
-from db.errors import ProcedureError, WindowTimeout
+from slidewin.db.connect import refusal_text
+from slidewin.db.errors import ProcedureError, WindowTimeout
 
 T = TypeVar("T")
 U = TypeVar("U")

@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import psycopg
 
-from db.connect import procedure_errors
-from db.window_rows import TIMEOUT, Rows, streamed
+from slidewin.db.connect import procedure_errors
+from slidewin.db.window_rows import TIMEOUT, Rows, streamed
 
 
 @dataclass(frozen=True)

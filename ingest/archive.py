@@ -17,7 +17,7 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ingest.config import FOREVER, IngestConfig
+from slidewin.ingest.config import FOREVER, IngestConfig
 
 MAX_DELETES = 2000  # per call: bounded work per sweep
 

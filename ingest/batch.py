@@ -15,7 +15,7 @@ from datetime import datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.sink import BatchRows
+from slidewin.ingest.sink import BatchRows
 
 # the detail of a CSV line with an odd number of quotes: read line by line, a piece of a record
 # whose quoted field holds a line break (the stream then reads its file record by record,

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from db.errors import ConfigError
-from ingest.config import IngestConfig, derived_query_id
+from slidewin.db.errors import ConfigError
+from slidewin.ingest.config import IngestConfig, derived_query_id
 
 RECORD = "slidewin-landing.json"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import platformdirs
 import psutil
 
-from ingest.java import java_executable
+from slidewin.ingest.java import java_executable
 
 CACHE_ENV = "SLIDEWIN_CLASS_CACHE"
 PREFIX = "spark-classes-"  # every archive name starts with it, every dump with "." + it

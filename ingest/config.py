@@ -22,10 +22,10 @@ from pathlib import Path
 
 import psycopg
 
-from db.errors import ConfigError
-from db.limits import MAX_CHUNK
-from db.reconnect import DEFAULT_TIMEOUT, ReconnectPolicy
-from db.retention_settings import DEFAULT_NAME, read_settings
+from slidewin.db.errors import ConfigError
+from slidewin.db.limits import MAX_CHUNK
+from slidewin.db.reconnect import DEFAULT_TIMEOUT, ReconnectPolicy
+from slidewin.db.retention_settings import DEFAULT_NAME, read_settings
 
 FORMATS = ("auto", "json", "csv", "parquet")
 PROCESSED = ("archive", "delete", "keep")
@@ -205,7 +205,7 @@ def query_id_for(data_dir: Path, landing: Path, given: str | None) -> str:
     land = landing.expanduser().resolve()
     if land == (data_dir / "landing").resolve():
         return DEFAULT_QUERY_ID
-    from ingest.checkpoints import owner_of  # the checkpoint's own record of its folder
+    from slidewin.ingest.checkpoints import owner_of  # the checkpoint's own record of its folder
 
     found = owner_of(data_dir / "checkpoints" / DEFAULT_QUERY_ID)
     if found is not None and found.holds(land):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from db.errors import ConfigError, DatabaseUnavailable, SchemaMissing, SlidewinError
+from slidewin.db.errors import ConfigError, DatabaseUnavailable, SchemaMissing, SlidewinError
 
 
 class IngestError(SlidewinError):

@@ -36,7 +36,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
 
-from ingest import eventtime, spark_internals
+from slidewin.ingest import eventtime, spark_internals
 
 # Parquet physical types Spark reads as slidewin's columns (integers widened to 64 bits)
 _VAL_TYPES = {"INT32", "INT64"}

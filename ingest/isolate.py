@@ -23,8 +23,8 @@ import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import first_line
-from ingest.sink import BatchRows, insert_arrow_events
+from slidewin.ingest.errors import first_line
+from slidewin.ingest.sink import BatchRows, insert_arrow_events
 
 # errors a record's content can cause: SQLSTATE classes 22 (data exception) and 23 (integrity
 # constraint violation) and 54000 (a value too large to index), and the Python-side encoding

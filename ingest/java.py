@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ingest.errors import JavaUnavailable
+from slidewin.ingest.errors import JavaUnavailable
 
 MIN_JAVA = 17
 INSTALL_HINT = (

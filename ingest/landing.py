@@ -53,11 +53,11 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from db.clock import Clock, utc_now
-from ingest import archive
-from ingest.config import IngestConfig
-from ingest.parse import TEXT_EXTENSIONS
-from ingest.tidy import batch_entries, dispose, last_committed_batch
+from slidewin.db.clock import Clock, utc_now
+from slidewin.ingest import archive
+from slidewin.ingest.config import IngestConfig
+from slidewin.ingest.parse import TEXT_EXTENSIONS
+from slidewin.ingest.tidy import batch_entries, dispose, last_committed_batch
 
 MAX_FILE_AGE = timedelta(days=7)  # Spark's default maxFileAge (not set by slidewin)
 SWEEP_EVERY_S = 5.0

@@ -47,11 +47,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
-from ingest import csvrecords, spark_internals
-from ingest.batch import CSV_UNBALANCED
-from ingest.eventtime import MAX_TS, MIN_TS, NUL, UNIT_WORDS, parse_ts, ts_lit
-from ingest.rules import Rule, Step, got, reason_steps, select
-from ingest.textchecks import (
+from slidewin.ingest import csvrecords, spark_internals
+from slidewin.ingest.batch import CSV_UNBALANCED
+from slidewin.ingest.eventtime import MAX_TS, MIN_TS, NUL, UNIT_WORDS, parse_ts, ts_lit
+from slidewin.ingest.rules import Rule, Step, got, reason_steps, select
+from slidewin.ingest.textchecks import (
     NOT_A_KEY,
     count,
     extra_members,
@@ -61,7 +61,7 @@ from ingest.textchecks import (
 )
 
 if TYPE_CHECKING:
-    from ingest.config import IngestConfig
+    from slidewin.ingest.config import IngestConfig
 
 FIELDS_DDL = "uuid string, val string, ts string, _corrupt_record string"
 PARQUET_DDL = "uuid string, val bigint, ts timestamp"

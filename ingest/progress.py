@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ingest.sink import BatchResult
+from slidewin.ingest.sink import BatchResult
 
 
 def batch_line(stream: str, result: BatchResult, now: datetime) -> str:

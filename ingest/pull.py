@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.util import inheritable_thread_target
 
-from ingest.spark_internals import (
+from slidewin.ingest.spark_internals import (
     ArrowBatchRdd,
     PullUnavailable,
     arrow_batch_rdd,

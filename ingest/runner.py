@@ -18,27 +18,27 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from db.clock import Clock, utc_now
-from db.connect import connect
-from db.errors import fix_for_sqlstate
-from db.events import partition_count
-from db.reconnect import Reconnector, fmt_duration
-from db.schema import require_schema
-from db.signals import stop_on_signals
-from ingest import checkpoints, java
-from ingest.config import FOREVER, IngestConfig, resolve_retention
-from ingest.errors import IngestError, first_line
-from ingest.landing import SWEEP_EVERY_S, LandingSweep
-from ingest.progress import Totals, batch_line
-from ingest.sink import BatchResult
-from ingest.tidy import tidy_last_batch
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import connect
+from slidewin.db.errors import fix_for_sqlstate
+from slidewin.db.events import partition_count
+from slidewin.db.reconnect import Reconnector, fmt_duration
+from slidewin.db.schema import require_schema
+from slidewin.db.signals import stop_on_signals
+from slidewin.ingest import checkpoints, java
+from slidewin.ingest.config import FOREVER, IngestConfig, resolve_retention
+from slidewin.ingest.errors import IngestError, first_line
+from slidewin.ingest.landing import SWEEP_EVERY_S, LandingSweep
+from slidewin.ingest.progress import Totals, batch_line
+from slidewin.ingest.sink import BatchResult
+from slidewin.ingest.tidy import tidy_last_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-    from ingest.stream import BatchHandler
-    from ingest.typed_stream import DeclaredStreams, StreamHandler
+    from slidewin.ingest.stream import BatchHandler
+    from slidewin.ingest.typed_stream import DeclaredStreams, StreamHandler
 
 
 STOP_WAIT_S = 3.0  # a batch under way may commit; then its statement is cancelled
@@ -82,9 +82,9 @@ def run(
     left running; otherwise the session is built here and stopped, JVM included, at the end.
     ``clock`` is "now" for the future rule and the lag in the progress lines (tests pin it).
     """
-    from ingest.spark import build_session, class_cache_state, stop_session
-    from ingest.stream import BatchHandler, start_stream
-    from ingest.typed_stream import DeclaredStreams
+    from slidewin.ingest.spark import build_session, class_cache_state, stop_session
+    from slidewin.ingest.stream import BatchHandler, start_stream
+    from slidewin.ingest.typed_stream import DeclaredStreams
 
     config, stop = prepared.config, stop or threading.Event()
     totals = Totals()

@@ -28,7 +28,7 @@ import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from db.connect import procedure_errors
+from slidewin.db.connect import procedure_errors
 
 SETTING = "slidewin.presummed_sessions"  # read by slidewin.sessions_on_insert
 _EXACT_INT64 = 2**62  # a sum whose float estimate reaches this is summed exactly instead

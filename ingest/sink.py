@@ -45,12 +45,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from db.connect import procedure_errors
-from db.events import insert_staged
-from db.limits import MAX_NAMED_PART, partition_table
-from db.retention import row_targets
-from ingest import sessions
-from ingest.pgbinary import encode_events
+from slidewin.db.connect import procedure_errors
+from slidewin.db.events import insert_staged
+from slidewin.db.limits import MAX_NAMED_PART, partition_table
+from slidewin.db.retention import row_targets
+from slidewin.ingest import sessions
+from slidewin.ingest.pgbinary import encode_events
 
 FAULT_ENV = "SLIDEWIN_INGEST_FAULT"
 _CSV = pacsv.WriteOptions(include_header=False)

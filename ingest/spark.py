@@ -19,8 +19,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ingest import spark_internals
-from ingest.classcache import ClassCache, class_cache
+from slidewin.ingest import spark_internals
+from slidewin.ingest.classcache import ClassCache, class_cache
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

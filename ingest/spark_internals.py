@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ingest.errors import first_line
+from slidewin.ingest.errors import first_line
 
 # PySpark and py4j are imported where used: ``ingest.spark`` (which needs QUIET_LOGGERS) is
 # imported before Spark is wanted and stays free of them

@@ -27,14 +27,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.util import inheritable_thread_target
 
-from db.clock import Clock, utc_now
-from db.connect import connect
-from db.reconnect import Reconnector, is_connection_lost
-from ingest import batch, foreign, isolate, landing, parse
-from ingest.config import IngestConfig
-from ingest.errors import first_line, spark_error_text
-from ingest.pull import PullUnavailable, indexed_partitions
-from ingest.sink import (
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import connect
+from slidewin.db.reconnect import Reconnector, is_connection_lost
+from slidewin.ingest import batch, foreign, isolate, landing, parse
+from slidewin.ingest.config import IngestConfig
+from slidewin.ingest.errors import first_line, spark_error_text
+from slidewin.ingest.pull import PullUnavailable, indexed_partitions
+from slidewin.ingest.sink import (
     BatchResult,
     BatchRows,
     Chunk,
@@ -45,7 +45,7 @@ from ingest.sink import (
     insert_rows,
     write_batch,
 )
-from ingest.tidy import batch_files
+from slidewin.ingest.tidy import batch_files
 
 OnResult = Callable[[str, BatchResult], None]
 SPARK_ERRORS = (PySparkException, Py4JJavaError)

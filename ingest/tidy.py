@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from ingest.config import IngestConfig
+from slidewin.ingest.config import IngestConfig
 
 
 def last_committed_batch(checkpoint: Path) -> int | None:

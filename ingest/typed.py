@@ -61,8 +61,8 @@ from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation, localcont
 from pathlib import PurePosixPath
 from typing import Any
 
-from db.streams import Stream
-from ingest.eventtime import AUTO_BOUNDS, MAX_TS, MIN_TS
+from slidewin.db.streams import Stream
+from slidewin.ingest.eventtime import AUTO_BOUNDS, MAX_TS, MIN_TS
 
 JSON_EXTENSIONS = ("jsonl", "ndjson", "json")
 EXTENSIONS = (*JSON_EXTENSIONS, "csv", "parquet")
@@ -652,7 +652,7 @@ def _parquet_records(layout: Layout, name: str, content: bytes,
                                f"(Parquet file {name}, {len(content)} bytes)"), False
         return
     if into is not None:
-        from ingest.typed_arrow import split
+        from slidewin.ingest.typed_arrow import split
 
         whole = split(layout, table, limits)
         if whole is not None:

@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ingest.eventtime import MAX_TS, MIN_TS
-from ingest.typed import Layout, Limits
+from slidewin.ingest.eventtime import MAX_TS, MIN_TS
+from slidewin.ingest.typed import Layout, Limits
 
 _NUMERIC = re.compile(r"^numeric\((\d+),(\d+)\)$")
 TS = pa.timestamp("us", tz="UTC")

@@ -32,11 +32,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from db.connect import procedure_errors
-from db.streams import Stream, get_stream
-from ingest.sink import BatchResult, claim_batch, crash_point
-from ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
-from ingest.typed_arrow import csv_bytes
+from slidewin.db.connect import procedure_errors
+from slidewin.db.streams import Stream, get_stream
+from slidewin.ingest.sink import BatchResult, claim_batch, crash_point
+from slidewin.ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
+from slidewin.ingest.typed_arrow import csv_bytes
 
 STAGE = "slidewin_stream_stage"
 # the files of a batch, (name, content) -- content the reason when the entry must not be opened

@@ -26,19 +26,19 @@ import psycopg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from db.clock import Clock, utc_now
-from db.connect import connect
-from db.errors import DatabaseUnavailable
-from db.reconnect import Reconnector, is_connection_lost
-from db.streams import list_streams
-from ingest.config import IngestConfig
-from ingest.landing import not_a_file
-from ingest.parse import any_case_glob
-from ingest.sink import BatchResult
-from ingest.stream import triggered
-from ingest.tidy import batch_entries, dispose, last_committed_batch
-from ingest.typed import EXTENSIONS
-from ingest.typed_sink import StreamGone, stream_query_id, write_stream_batch
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import connect
+from slidewin.db.errors import DatabaseUnavailable
+from slidewin.db.reconnect import Reconnector, is_connection_lost
+from slidewin.db.streams import list_streams
+from slidewin.ingest.config import IngestConfig
+from slidewin.ingest.landing import not_a_file
+from slidewin.ingest.parse import any_case_glob
+from slidewin.ingest.sink import BatchResult
+from slidewin.ingest.stream import triggered
+from slidewin.ingest.tidy import batch_entries, dispose, last_committed_batch
+from slidewin.ingest.typed import EXTENSIONS
+from slidewin.ingest.typed_sink import StreamGone, stream_query_id, write_stream_batch
 
 POLL_S = 3.0  # how often a running ingest looks for streams declared or dropped
 BIND_TIMEOUT_S = 120.0

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-from db.limits import MAX_CHUNK
-from db.retention_settings import RetentionSettings
-from jobs.errors import PolicyError
+from slidewin.db.limits import MAX_CHUNK
+from slidewin.db.retention_settings import RetentionSettings
+from slidewin.jobs.errors import PolicyError
 
 MAX_WORKERS = 16
 MAX_YIELD = timedelta(hours=1)  # slidewin.retention_settings.yield_ms bound

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from db.errors import ConfigError, SlidewinError
+from slidewin.db.errors import ConfigError, SlidewinError
 
 
 class PolicyError(ConfigError):

@@ -36,12 +36,12 @@ from typing import TypeVar
 
 import psycopg
 
-from db import joins, sessions, streams
-from db.clock import Clock, utc_now
-from db.connect import ThreadConnections
-from db.retention import nibble, partition_keys, row_targets
-from jobs.config import RetentionPolicy
-from jobs.errors import ConnectionModeError
+from slidewin.db import joins, sessions, streams
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import ThreadConnections
+from slidewin.db.retention import nibble, partition_keys, row_targets
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.errors import ConnectionModeError
 
 LOCK_NAME = "slidewin.retention"
 SESSION_SETTINGS = (("random_page_cost", "1.1"), ("jit", "off"))

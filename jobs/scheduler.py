@@ -29,14 +29,14 @@ from typing import Any
 import psycopg
 from apscheduler.executors.pool import ThreadPoolExecutor
 
-from db.clock import Clock, utc_now
-from db.connect import ThreadConnections
-from db.errors import DatabaseUnavailable, SlidewinError
-from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
-from db.retention_settings import DEFAULT_NAME, read_settings
-from jobs.config import RetentionPolicy
-from jobs.errors import JobError
-from jobs.retention import (
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import ThreadConnections
+from slidewin.db.errors import DatabaseUnavailable, SlidewinError
+from slidewin.db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
+from slidewin.db.retention_settings import DEFAULT_NAME, read_settings
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.errors import JobError
+from slidewin.jobs.retention import (
     CatchUpResult,
     NibblePool,
     RoundResult,
@@ -45,10 +45,10 @@ from jobs.retention import (
     run_until_caught_up,
     tick_joins,
 )
-from jobs.runs import JobRun, record_run
-from jobs.status import no_jit, retention_lag
-from jobs.store import JOB_DEFAULTS, Scheduler, check_schema, make_engine, make_jobstore
-from jobs.vacuum import BackgroundVacuum
+from slidewin.jobs.runs import JobRun, record_run
+from slidewin.jobs.status import no_jit, retention_lag
+from slidewin.jobs.store import JOB_DEFAULTS, Scheduler, check_schema, make_engine, make_jobstore
+from slidewin.jobs.vacuum import BackgroundVacuum
 
 MAX_ROUNDS = 500  # rounds per run, so one run stays bounded and gets recorded
 VACUUM_EVERY_S = 1.0  # check for partitions due a vacuum this often during long catch-ups

@@ -16,10 +16,10 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from db.retention import row_targets
-from db.status import partition_status
-from jobs.config import RetentionPolicy
-from jobs.store import JobInfo
+from slidewin.db.retention import row_targets
+from slidewin.db.status import partition_status
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.store import JobInfo
 
 RATE_WINDOW = timedelta(seconds=60)
 

@@ -25,16 +25,17 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_RUNNING
 from apscheduler.triggers.interval import IntervalTrigger
 
-from db.retention_settings import delete_settings, upsert_settings
-from db.schema import require_schema
-from jobs.apscheduler_internals import GuardedPasses, Pass
-from jobs.config import RetentionPolicy
-from jobs.errors import JobError, JobNotFound
+from slidewin.db.retention_settings import delete_settings, upsert_settings
+from slidewin.db.schema import require_schema
+from slidewin.jobs.apscheduler_internals import GuardedPasses, Pass
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.errors import JobError, JobNotFound
+from slidewin.jobs.refs import migrate_job_refs
 
 TABLE = "apscheduler_jobs"
 SCHEMA = "slidewin"
 KINDS = ("retention", "refresh", "stats")
-FUNCS = {kind: f"jobs.scheduler:{kind}_job" for kind in KINDS}
+FUNCS = {kind: f"slidewin.jobs.scheduler:{kind}_job" for kind in KINDS}
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_INTERVAL = timedelta(milliseconds=1)  # IntervalTrigger turns a zero interval into 1 s
 JOB_DEFAULTS = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
@@ -101,9 +102,11 @@ def make_jobstore(engine: sqlalchemy.Engine, on_error: StoreError | None = None)
 
 
 def check_schema(dsn: str) -> None:
-    """SchemaMissing (with the fix) unless this database has the slidewin schema."""
+    """SchemaMissing (with the fix) unless this database has the slidewin schema; and stored
+    jobs that name a module by a former name renamed (APScheduler would delete them)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         require_schema(conn)
+        migrate_job_refs(conn)
 
 
 class Scheduler(GuardedPasses):

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from db.schema import init_schema
+from slidewin.db.schema import init_schema
 from tests.invariants import assert_rollups_exact
 from tests.pgfixture import create_database, drop_database, server_dsn
 from tests.restartable_pg import RestartablePostgres, restartable_postgres

@@ -15,8 +15,8 @@ from tests.conftest import T0
 def spark_session(driver_memory: str = "768m") -> Iterator[object]:
     """One local[2] session for the Spark tests (UI off, 2 shuffle partitions); use it as a
     session-scoped fixture body: ``yield from spark_session()``."""
-    from ingest.java import check_java
-    from ingest.spark import build_session, stop_session
+    from slidewin.ingest.java import check_java
+    from slidewin.ingest.spark import build_session, stop_session
 
     check_java()
     session = build_session("local[2]", shuffle_partitions=2, driver_memory=driver_memory)
@@ -63,7 +63,7 @@ def stored_rows(conn) -> set[tuple[str, int, datetime]]:
 
 def truth_rollups(rows: set[tuple[str, int, datetime]], partitions: int) -> dict:
     """Per (second, partition): (n, sum, min, max) computed in Python from the ground truth."""
-    from db.events import partition_of
+    from slidewin.db.events import partition_of
 
     out: dict[tuple[datetime, int], list[int]] = {}
     for uuid, val, ts in rows:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import psycopg
 import pytest
 
-from db.events import Event, copy_events
+from slidewin.db.events import Event, copy_events
 from tests.conftest import CLEAN_SQL, T0, clean_connection
 
 JOBS_CLEAN_SQL = CLEAN_SQL + ", slidewin.job_runs, slidewin.apscheduler_jobs"

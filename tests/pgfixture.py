@@ -13,8 +13,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from db import scratch
-from db.scratch import drop_database  # noqa: F401 - the tests' import point
+from slidewin.db import scratch
+from slidewin.db.scratch import drop_database  # noqa: F401 - the tests' import point
 
 
 @contextlib.contextmanager

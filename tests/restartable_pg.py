@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg
 
-from db.scratch import create_database
+from slidewin.db.scratch import create_database
 
 
 class RestartablePostgres:
@@ -33,7 +33,7 @@ class RestartablePostgres:
         self.running = True
 
     def _pg_ctl(self, *args: str) -> None:
-        from db.pgserver_internals import pg_ctl
+        from slidewin.db.pgserver_internals import pg_ctl
 
         pg_ctl(list(args), pgdata=self.pgdata, user=self.server.system_user, timeout=60)
 
@@ -60,7 +60,7 @@ class RestartablePostgres:
 
     def store(self, partitions: int) -> str:
         """A new database on this server with the slidewin schema; its DSN."""
-        from db.schema import init_schema
+        from slidewin.db.schema import init_schema
 
         dsn = self.database()
         with psycopg.connect(dsn) as conn:

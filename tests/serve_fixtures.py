@@ -25,11 +25,11 @@ import httpx
 import psycopg
 import pyarrow as pa
 
-from client.processes import slidewin_argv
-from db import sessions, streams
-from db.streams import Column
-from ingest.batch import GOOD_SCHEMA
-from ingest.sink import BatchRows, write_batch
+from slidewin.client.processes import slidewin_argv
+from slidewin.db import sessions, streams
+from slidewin.db.streams import Column
+from slidewin.ingest.batch import GOOD_SCHEMA
+from slidewin.ingest.sink import BatchRows, write_batch
 
 BAD_SCHEMA = pa.schema([("source", pa.string()), ("reason", pa.string()),
                         ("detail", pa.string()), ("raw", pa.string())])
@@ -122,7 +122,7 @@ _PARTS: dict[tuple[str, int], int] = {}
 
 
 def _partition(key: str, parts: int) -> int:
-    from db.events import partition_of
+    from slidewin.db.events import partition_of
 
     if (key, parts) not in _PARTS:
         _PARTS[key, parts] = partition_of(key, parts)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 import psycopg
 import pytest
 
-from db.events import Event, insert_events, partition_of
+from slidewin.db.events import Event, insert_events, partition_of
 from tests.conftest import T0, clean_connection
 
 PARTS = 3

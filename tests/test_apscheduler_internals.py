@@ -11,8 +11,8 @@ import pytest
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.schedulers.blocking import TIMEOUT_MAX, BlockingScheduler
 
-from jobs import apscheduler_internals, store
-from jobs.scheduler import run_scheduler
+from slidewin.jobs import apscheduler_internals, store
+from slidewin.jobs.scheduler import run_scheduler
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
-from client.bench import joins as bench
-from client.cli import cli
+from slidewin.client.bench import joins as bench
+from slidewin.client.cli import cli
 from tests.conftest import T0
 
 S = timedelta(seconds=1)

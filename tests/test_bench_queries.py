@@ -9,10 +9,10 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from client.bench.queries import QueryBenchSpec, copy_chunks, run_query_bench
-from client.bench.stats import percentile
-from client.cli import cli
-from db.errors import ConfigError
+from slidewin.client.bench.queries import QueryBenchSpec, copy_chunks, run_query_bench
+from slidewin.client.bench.stats import percentile
+from slidewin.client.cli import cli
+from slidewin.db.errors import ConfigError
 from tests.conftest import T0
 
 TINY = QueryBenchSpec(rows=20_000, seconds=4, partitions=4, repeat=5, naive_repeat=2,

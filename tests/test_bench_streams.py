@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from client.bench.streams import WIDE_COLUMNS, make_wide
-from client.cli import cli
+from slidewin.client.bench.streams import WIDE_COLUMNS, make_wide
+from slidewin.client.cli import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 KEYS = ["wide_copy_limit_rows_per_s", "events_copy_limit_rows_per_s", "wide_ingest_events_per_s",

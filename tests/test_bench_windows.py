@@ -7,8 +7,8 @@ import json
 
 from click.testing import CliRunner
 
-from client.bench import windows as bench
-from client.cli import cli
+from slidewin.client.bench import windows as bench
+from slidewin.client.cli import cli
 
 KEYS = ["tumbling10s_1h_ms_p50", "hopping60s_10s_1h_ms_p50", "sliding30s_1h_ms_p50",
         "last10k_rows_ms_p50", "avg_1h_ms_p50", "max_1h_ms_p50", "avg_1h_naive_ms_p50",

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from client.cli import cli
-from db import embedded
+from slidewin.client.cli import cli
+from slidewin.db import embedded
 from tests import store_fixtures
 from tests.pgfixture import create_database, drop_database
 from tests.store_fixtures import at, keys_in, put
@@ -247,7 +247,7 @@ def _fill(dsn: str) -> None:
     """Data in every table reset empties, and a definition in every table it keeps."""
     from datetime import timedelta
 
-    from db import sessions
+    from slidewin.db import sessions
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
@@ -268,7 +268,7 @@ def _fill(dsn: str) -> None:
 
 
 def _counts(dsn: str) -> dict[str, int]:
-    from db.reset import DATA_TABLES, KEPT_TABLES
+    from slidewin.db.reset import DATA_TABLES, KEPT_TABLES
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         return {
@@ -292,7 +292,7 @@ def test_db_reset_without_yes_refuses_in_one_line(make_store, tmp_path):
 def test_db_reset_empties_the_data_keeps_the_definitions_and_forgets_the_checkpoints(
     make_store, tmp_path
 ):
-    from ingest.checkpoints import RECORD
+    from slidewin.ingest.checkpoints import RECORD
 
     dsn = make_store(3)
     _fill(dsn)
@@ -315,7 +315,7 @@ def test_db_reset_empties_the_data_keeps_the_definitions_and_forgets_the_checkpo
 
     assert result.exit_code == 0, result.output
     counts = _counts(dsn)
-    from db.reset import DATA_TABLES
+    from slidewin.db.reset import DATA_TABLES
 
     assert {t: counts[t] for t in DATA_TABLES} == dict.fromkeys(DATA_TABLES, 0)
     assert (counts["retention_settings"], counts["session_defs"], counts["config"]) == (1, 1, 1)

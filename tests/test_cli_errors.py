@@ -29,10 +29,10 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from client.cli import SlidewinGroup, cli
-from client.cli.context import AppContext, pass_app
-from client.cli.failures import describe, scrub
-from client.processes import slidewin_argv
+from slidewin.client.cli import SlidewinGroup, cli
+from slidewin.client.cli.context import AppContext, pass_app
+from slidewin.client.cli.failures import describe, scrub
+from slidewin.client.processes import slidewin_argv
 from tests.pgfixture import create_database, drop_database
 
 PASSWORD = "Sw0rdfish-42"

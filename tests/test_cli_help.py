@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from client.cli import cli
+from slidewin.client.cli import cli
 
 
 def _walk(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

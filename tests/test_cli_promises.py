@@ -33,8 +33,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from client.cli import cli
-from client.processes import slidewin_argv
+from slidewin.client.cli import cli
+from slidewin.client.processes import slidewin_argv
 from tests import store_fixtures
 from tests.process_watch import ProcessWatch
 from tests.store_fixtures import at, keys_in, put
@@ -155,7 +155,8 @@ def test_the_real_entry_point_prints_one_line_too():
 # -- --help and --version import nothing heavy -------------------------------------------------
 
 HEAVY = ("pandas", "pyarrow", "pyspark", "py4j", "sqlalchemy", "apscheduler", "psycopg", "numpy",
-         "rich", "psutil", "ingest", "jobs", "client.sim", "client.bench")
+         "rich", "psutil", "slidewin.ingest", "slidewin.jobs", "slidewin.client.sim",
+         "slidewin.client.bench")
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
 
 
@@ -174,14 +175,14 @@ def test_help_and_version_import_no_heavy_module(args, record_property):
     names, wall_s, done = _imported(*args)
     record_property("wall_s", round(wall_s, 3))  # reported, not asserted: the machine is shared
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "client.cli.root" in names  # the import log was read
+    assert "slidewin.client.cli.root" in names  # the import log was read
     heavy = sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in HEAVY))
     assert heavy == [], heavy
 
 
 def test_help_lists_every_command_with_its_short_help():
-    from client.cli.bench import COMMANDS as BENCH
-    from client.cli.root import COMMANDS
+    from slidewin.client.cli.bench import COMMANDS as BENCH
+    from slidewin.client.cli.root import COMMANDS
 
     for path, table in (((), COMMANDS), (("bench",), BENCH)):
         group = TREE[path]

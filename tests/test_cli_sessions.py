@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from client.cli import cli
-from db import session_follow, sessions
+from slidewin.client.cli import cli
+from slidewin.db import session_follow, sessions
 from tests import store_fixtures
 from tests.store_fixtures import at, put
 from tests.test_windows_follow import Lines

@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 from click.testing import CliRunner, Result
 
-from client.cli import cli
+from slidewin.client.cli import cli
 from tests import store_fixtures
 from tests.conftest import T0
 from tests.store_fixtures import at, keys_in, put

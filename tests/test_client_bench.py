@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from client.bench.client import IngestRun, summarize
-from client.cli import cli
+from slidewin.client.bench.client import IngestRun, summarize
+from slidewin.client.cli import cli
 
 
 def test_generator_only_run_ends_with_the_json_line():

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.sim.generator import (
+from slidewin.client.sim.generator import (
     FORMATS,
     EventGenerator,
     GeneratorConfig,
@@ -24,7 +24,7 @@ from client.sim.generator import (
     format_ints,
     format_ts,
 )
-from db.errors import ConfigError
+from slidewin.db.errors import ConfigError
 from tests.conftest import T0
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

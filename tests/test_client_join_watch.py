@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from client.sim.join_demo import JoinWatch
-from db import joins, streams
-from db.streams import Column
+from slidewin.client.sim.join_demo import JoinWatch
+from slidewin.db import joins, streams
+from slidewin.db.streams import Column
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,9 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from client.cli import cli
-from db import join_follow, joins, streams
-from db.streams import Column
+from slidewin.client.cli import cli
+from slidewin.db import join_follow, joins, streams
+from slidewin.db.streams import Column
 from tests import store_fixtures
 from tests.store_fixtures import at
 from tests.test_windows_follow import Lines

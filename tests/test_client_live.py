@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from client.sim.live import LiveDisplay, PlainDisplay, make_display
+from slidewin.client.sim.live import LiveDisplay, PlainDisplay, make_display
 
 REPORT = ["00:00:05 Report:", "  Average values over time windows:",
           "    Average for past  1s: no data"]

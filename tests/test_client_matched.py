@@ -23,14 +23,14 @@ import numpy as np
 import psycopg
 import pytest
 
-from client.processes import slidewin_argv
-from client.sim.generator import FORMATS
-from client.sim.matched import MatchConfig, MatchedStreams, check_match
-from client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
-from db import streams
-from db.errors import ConfigError
-from db.streams import Column, Stream
-from ingest.typed import Layout, Limits, parse_files
+from slidewin.client.processes import slidewin_argv
+from slidewin.client.sim.generator import FORMATS
+from slidewin.client.sim.matched import MatchConfig, MatchedStreams, check_match
+from slidewin.client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
+from slidewin.db import streams
+from slidewin.db.errors import ConfigError
+from slidewin.db.streams import Column, Stream
+from slidewin.ingest.typed import Layout, Limits, parse_files
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 STEP = timedelta(milliseconds=200)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from client.sim.maxtracker import MaxTracker, window_max
-from db import windows
-from db.events import Event, insert_events
-from db.retention import nibble
+from slidewin.client.sim.maxtracker import MaxTracker, window_max
+from slidewin.db import windows
+from slidewin.db.events import Event, insert_events
+from slidewin.db.retention import nibble
 from tests.conftest import T0
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.sim.config import ClientConfig
-from client.sim.session import ClientSession
-from db.errors import DatabaseUnavailable
-from db.events import Event, insert_events
+from slidewin.client.sim.config import ClientConfig
+from slidewin.client.sim.session import ClientSession
+from slidewin.db.errors import DatabaseUnavailable
+from slidewin.db.events import Event, insert_events
 from tests.invariants import assert_rollups_exact
 from tests.restartable_pg import RestartablePostgres
 
@@ -137,7 +137,7 @@ def test_client_session_gives_up_after_the_reconnect_timeout(own_server, dsn, tm
 
 
 def test_demo_passes_the_timeout_to_the_ingest_and_the_scheduler(tmp_path):
-    from client.cli.demo import ingest_launch, reconnect_args
+    from slidewin.client.cli.demo import ingest_launch, reconnect_args
 
     config = ClientConfig(landing=tmp_path, reconnect_timeout=90)
     argv = ingest_launch("dbname=x", tmp_path, config, tmp_path, "1s").argv
@@ -146,7 +146,7 @@ def test_demo_passes_the_timeout_to_the_ingest_and_the_scheduler(tmp_path):
 
 
 def test_client_config_refuses_a_negative_timeout(tmp_path):
-    from db.errors import ConfigError
+    from slidewin.db.errors import ConfigError
 
     with pytest.raises(ConfigError, match="--reconnect-timeout -1 must be >= 0"):
         ClientConfig(landing=tmp_path, reconnect_timeout=-1)

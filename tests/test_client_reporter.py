@@ -20,12 +20,17 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.sim.freshness import FreshnessTracker, Sample, latency_stats, weighted_percentile
-from client.sim.generator import Batch, GeneratorStats, epoch_us
-from client.sim.reporter import Failures, Reporter, StoreWatch, Totals, format_report
-from client.sim.summary import build_summary, format_summary
-from db.events import Event, insert_events
-from db.retention import nibble
+from slidewin.client.sim.freshness import (
+    FreshnessTracker,
+    Sample,
+    latency_stats,
+    weighted_percentile,
+)
+from slidewin.client.sim.generator import Batch, GeneratorStats, epoch_us
+from slidewin.client.sim.reporter import Failures, Reporter, StoreWatch, Totals, format_report
+from slidewin.client.sim.summary import build_summary, format_summary
+from slidewin.db.events import Event, insert_events
+from slidewin.db.retention import nibble
 from tests.conftest import T0
 
 NOW = T0 + timedelta(seconds=0.5)
@@ -220,7 +225,7 @@ def test_summary_has_per_partition_rows_and_oldest_age(conn, watch_conn):
 def test_reports_and_summary_show_each_session_window(conn, watch_conn):
     """Open sessions, merges, late events and the longest session; an event late only for the
     session window is stored, so the watch does not count it as rejected."""
-    from db import sessions
+    from slidewin.db import sessions
 
     sessions.define(conn, sessions.SessionDef("visits", timedelta(seconds=5),
                                               timedelta(seconds=30), timedelta(hours=1)))

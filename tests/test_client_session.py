@@ -14,9 +14,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.sim.config import ClientConfig
-from client.sim.session import ClientSession
-from db.events import Event, insert_events
+from slidewin.client.sim.config import ClientConfig
+from slidewin.client.sim.session import ClientSession
+from slidewin.db.events import Event, insert_events
 from tests.invariants import assert_rollups_exact
 
 

@@ -23,17 +23,17 @@ import pytest
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from client.processes import slidewin_argv, slidewin_child, start_child
-from client.sim.generator import FORMATS
-from client.sim.typed_generator import (
+from slidewin.client.processes import slidewin_argv, slidewin_child, start_child
+from slidewin.client.sim.generator import FORMATS
+from slidewin.client.sim.typed_generator import (
     TypedEventGenerator,
     TypedGeneratorConfig,
     numeric_bounds,
 )
-from db import streams
-from db.streams import Column
-from ingest.typed import Layout, Limits, parse_files
-from ingest.typed_sink import insert_rows
+from slidewin.db import streams
+from slidewin.db.streams import Column
+from slidewin.ingest.typed import Layout, Limits, parse_files
+from slidewin.ingest.typed_sink import insert_rows
 
 EVERY_TYPE = [
     Column("key", "text"), Column("ts", "timestamptz"), Column("big", "bigint"),

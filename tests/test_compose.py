@@ -13,7 +13,7 @@ import click
 import pytest
 import yaml
 
-from client.cli import cli
+from slidewin.client.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK = ("spark-master", "spark-worker-1", "spark-worker-2", "ingest")
@@ -107,5 +107,5 @@ def test_the_image_has_java_17_spark_and_the_project():
                 if line.startswith("ENV SPARK_HOME="))
     assert home.endswith("/site-packages/pyspark")
     assert (Path(pyspark.__file__).parent / "bin" / "spark-class").is_file()
-    for package in ("client", "db", "ingest", "jobs", "procedures"):
+    for package in ("client", "db", "ingest", "jobs", "procedures", "slidewin"):
         assert f"COPY {package} ./{package}" in text

@@ -16,12 +16,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from client.sim.freshness import FreshnessTracker
-from client.sim.generator import Batch
-from client.sim.maxtracker import MaxTracker
-from db.changes import DELETE, INSERT, RollupChanges
-from db.events import Event, insert_events
-from db.retention import nibble
+from slidewin.client.sim.freshness import FreshnessTracker
+from slidewin.client.sim.generator import Batch
+from slidewin.client.sim.maxtracker import MaxTracker
+from slidewin.db.changes import DELETE, INSERT, RollupChanges
+from slidewin.db.events import Event, insert_events
+from slidewin.db.retention import nibble
 from tests.conftest import T0
 
 

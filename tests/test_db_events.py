@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from db.events import Event, insert_events, insert_staged, partition_of
-from ingest.pgbinary import encode_events
+from slidewin.db.events import Event, insert_events, insert_staged, partition_of
+from slidewin.ingest.pgbinary import encode_events
 from tests.conftest import T0
 
 PARTS = 8

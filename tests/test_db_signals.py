@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from db.signals import STOP_SIGNALS, handling, stop_on_signals
+from slidewin.db.signals import STOP_SIGNALS, handling, stop_on_signals
 
 
 def _current() -> dict[int, object]:

@@ -22,8 +22,8 @@ import time
 import psycopg
 import pytest
 
-from client.cli.demo_join import JOIN_NAME, ORDERS, SHIPMENTS
-from client.processes import slidewin_argv
+from slidewin.client.cli.demo_join import JOIN_NAME, ORDERS, SHIPMENTS
+from slidewin.client.processes import slidewin_argv
 from tests.invariants import assert_rollups_exact
 from tests.process_watch import ProcessWatch
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from db import embedded
+from slidewin.db import embedded
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets")
 
@@ -39,7 +39,7 @@ SLIDEWIN = str(Path(sys.executable).with_name("slidewin"))
 # closes (then exit normally, running exit handlers).
 HOLDER = """
 import sys, psycopg
-from db.connect import resolve_dsn
+from slidewin.db.connect import resolve_dsn
 with psycopg.connect(resolve_dsn(None, sys.argv[1])) as conn:
     conn.execute("SELECT 1").fetchone()
 print("ready", flush=True)
@@ -223,7 +223,7 @@ def test_a_sigkilled_postmaster_is_replaced_by_the_next_command(data, holders):
 # ingest, the scheduler) that reconnects must get a fresh server, not the dead one's cached DSN.
 RESOLVE_TWICE = """
 import os, signal, sys, time, psutil, psycopg
-from db.connect import resolve_dsn
+from slidewin.db.connect import resolve_dsn
 first_dsn = resolve_dsn(None, sys.argv[1])
 with psycopg.connect(first_dsn) as conn:
     first = conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0]

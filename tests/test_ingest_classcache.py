@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ingest.classcache import CACHE_ENV, ClassCache, class_cache
-from ingest.java import java_executable
+from slidewin.ingest.classcache import CACHE_ENV, ClassCache, class_cache
+from slidewin.ingest.java import java_executable
 
 HAS_JAVA = java_executable() is not None
 
@@ -73,7 +73,7 @@ def test_only_a_complete_dump_of_a_clean_exit_is_kept(tmp_path):
 
 SESSION = """
 import sys
-from ingest.spark import build_session, class_cache_state, stop_session
+from slidewin.ingest.spark import build_session, class_cache_state, stop_session
 spark = build_session("local[1]", driver_memory="512m")
 state = class_cache_state(spark)
 opts = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")

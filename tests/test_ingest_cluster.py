@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from client.processes import slidewin_argv
-from ingest.cluster import LocalCluster
+from slidewin.client.processes import slidewin_argv
+from slidewin.ingest.cluster import LocalCluster
 from tests.conftest import T0
 from tests.ingest_fixtures import (
     clean_ingest_state,

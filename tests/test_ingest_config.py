@@ -10,11 +10,11 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from client.cli import cli
-from db.errors import ConfigError
-from ingest.config import IngestConfig, resolve_retention
-from ingest.java import check_java, parse_java_major
-from ingest.spark import session_conf
+from slidewin.client.cli import cli
+from slidewin.db.errors import ConfigError
+from slidewin.ingest.config import IngestConfig, resolve_retention
+from slidewin.ingest.java import check_java, parse_java_major
+from slidewin.ingest.spark import session_conf
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def no_spark(monkeypatch):
     def refuse(*_a, **_k):
         raise AssertionError("Spark was started although the configuration is bad")
 
-    monkeypatch.setattr("ingest.spark.build_session", refuse)
+    monkeypatch.setattr("slidewin.ingest.spark.build_session", refuse)
 
 
 def make(tmp_path: Path, **kw) -> IngestConfig:
@@ -108,7 +108,7 @@ def test_parse_java_major(text, major):
 
 
 def test_java_missing_says_how_to_install(tmp_path):
-    from ingest.errors import JavaUnavailable
+    from slidewin.ingest.errors import JavaUnavailable
 
     with pytest.raises(JavaUnavailable, match="apt-get install openjdk-17-jre-headless"):
         check_java({"JAVA_HOME": str(tmp_path / "no-jdk"), "PATH": ""})
@@ -202,7 +202,7 @@ def test_schema_has_ingest_state_table(conn):
 
 
 def test_default_landing_is_created_but_a_named_one_must_exist(tmp_path):
-    from ingest.config import default_paths
+    from slidewin.ingest.config import default_paths
 
     land, checkpoints, archive = default_paths(tmp_path, None, "ingest")
     assert land == (tmp_path / "landing").resolve() and land.is_dir()
@@ -212,7 +212,7 @@ def test_default_landing_is_created_but_a_named_one_must_exist(tmp_path):
 
 
 def test_a_master_on_the_loopback_address_keeps_the_driver_there():
-    from ingest.spark import loopback_master
+    from slidewin.ingest.spark import loopback_master
 
     assert loopback_master("spark://127.0.0.1:7077")
     assert loopback_master("spark://localhost:7077,127.0.0.1:7078")
@@ -224,7 +224,7 @@ def test_a_master_on_the_loopback_address_keeps_the_driver_there():
 
 
 def test_each_landing_folder_gets_a_query_id_of_its_own(tmp_path):
-    from ingest.config import query_id_for
+    from slidewin.ingest.config import query_id_for
 
     data = tmp_path / "data"
     assert query_id_for(data, data / "landing", None) == "ingest"
@@ -238,8 +238,8 @@ def test_each_landing_folder_gets_a_query_id_of_its_own(tmp_path):
 
 def test_a_folder_ingested_as_ingest_before_keeps_that_name(tmp_path):
     """Checkpoints of the old default name that belong to this very folder are kept on."""
-    from ingest.checkpoints import claim
-    from ingest.config import query_id_for
+    from slidewin.ingest.checkpoints import claim
+    from slidewin.ingest.config import query_id_for
 
     data = tmp_path / "data"
     old = make(tmp_path, checkpoint_dir=data / "checkpoints" / "ingest")
@@ -248,7 +248,7 @@ def test_a_folder_ingested_as_ingest_before_keeps_that_name(tmp_path):
 
 
 def test_a_checkpoint_written_before_the_record_is_known_by_its_source_log(tmp_path):
-    from ingest.checkpoints import owner_of
+    from slidewin.ingest.checkpoints import owner_of
 
     folder = tmp_path / "cp"
     log = folder / "text" / "sources" / "0"
@@ -290,7 +290,7 @@ def test_a_second_landing_folder_on_one_query_id_is_refused_before_spark(
 
 
 def test_the_archive_keeps_files_as_long_as_the_store_keeps_events(tmp_path, conn):
-    from ingest.config import DEFAULT_ARCHIVE_FOR, FOREVER
+    from slidewin.ingest.config import DEFAULT_ARCHIVE_FOR, FOREVER
 
     assert resolve_retention(conn, make(tmp_path)).archive_for == DEFAULT_ARCHIVE_FOR
     conn.execute(
@@ -311,7 +311,7 @@ def test_the_archive_keeps_files_as_long_as_the_store_keeps_events(tmp_path, con
     ("90m", timedelta(minutes=90)),
 ])
 def test_archive_for_takes_a_duration_or_forever(text, want):
-    from client.cli.ingest import ArchiveFor
-    from ingest.config import FOREVER
+    from slidewin.client.cli.ingest import ArchiveFor
+    from slidewin.ingest.config import FOREVER
 
     assert ArchiveFor().convert(text, None, None) == (FOREVER if want == "FOREVER" else want)

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.progress import Totals
-from ingest.spark import DEFAULT_DRIVER_MEMORY
+from slidewin.ingest.progress import Totals
+from slidewin.ingest.spark import DEFAULT_DRIVER_MEMORY
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state, spark_session, stored_rows
 from tests.test_ingest_stream import ingest_once
@@ -293,7 +293,7 @@ def test_parquet_of_every_timestamp_unit_and_integer_width(
 def test_a_parquet_file_of_ok_schema_is_read_typed(tmp_path):
     """Integer widths and ms/us timestamps (UTC or naive) need no JSON detour; nanoseconds and
     64-bit unsigned do (Spark refuses the one and reads the other as a decimal)."""
-    from ingest import foreign
+    from slidewin.ingest import foreign
 
     ts_us = pa.array([0], pa.timestamp("us"))
     cases = {
@@ -361,7 +361,7 @@ def test_a_quoted_header_as_pyarrow_and_pandas_write_it_is_a_header(
 
 
 def test_csv_records_are_split_by_rfc_4180():
-    from ingest.csvrecords import records
+    from slidewin.ingest.csvrecords import records
 
     data = b'a,1,t\r\n"b\r\nc",2,t\n\n"d""\n",3,t\r"e,4,t\nf'
     assert records(data) == [b"a,1,t", b'"b\r\nc",2,t', b'"d""\n",3,t', b'"e,4,t\nf']
@@ -421,7 +421,7 @@ def test_a_20_mb_key_is_refused_by_the_rule_that_names_it(
 
 def test_the_field_too_long_for_the_json_parser_is_named():
     """Without a JVM: which member's string is over the parser's limit, in a refused line."""
-    from ingest.textchecks import JSON_MAX_STRING, LONG_STRING
+    from slidewin.ingest.textchecks import JSON_MAX_STRING, LONG_STRING
 
     long = "x" * JSON_MAX_STRING
     pattern = re.compile(LONG_STRING)
@@ -443,7 +443,7 @@ def test_each_stage_of_the_plan_is_small_enough_for_the_jit(spark, tmp_path, str
     bytes of bytecode, and the stage then runs in the interpreter (the text stage was 9,047
     bytes, and Spark spent about 1.6 times the CPU it does compiled). A rule added to the
     plan must keep every stage under the limit (``ingest.rules.reason_steps``)."""
-    from ingest import parse
+    from slidewin.ingest import parse
 
     name = "x.parquet" if stream == "parquet" else "x.jsonl"
     if stream == "parquet":

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from ingest.pgbinary import encode_events
-from ingest.sink import to_csv
+from slidewin.ingest.pgbinary import encode_events
+from slidewin.ingest.sink import to_csv
 
 TS = pa.timestamp("us", tz="UTC")
 COLUMNS = "part smallint, uuid text, val bigint, ts timestamptz"

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from db.events import partition_of
-from ingest.errors import IngestError
-from ingest.tidy import batch_files
+from slidewin.db.events import partition_of
+from slidewin.ingest.errors import IngestError
+from slidewin.ingest.tidy import batch_files
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state, spark_session
 from tests.invariants import assert_rollups_exact
@@ -292,7 +292,7 @@ def test_a_name_used_before_is_read_again_and_a_restart_is_quiet(make_store, tmp
     land = tmp_path / "landing"
     land.mkdir()
     env = {**os.environ, "SLIDEWIN_DSN": dsn}
-    argv = [sys.executable, "-c", "from client.cli import main; main()",
+    argv = [sys.executable, "-c", "from slidewin.client.cli import main; main()",
             "--data-dir", str(tmp_path / "data"), "ingest", "--landing", str(land), "--once"]
     events_file(land, "a.jsonl", [("k1", 1), ("k2", 2)], time.time() - 5)
     first = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)

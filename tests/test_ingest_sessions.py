@@ -10,9 +10,9 @@ from datetime import timedelta
 
 import pytest
 
-from client.bench.ingest import arrow_partials
-from db import sessions
-from ingest.sink import PRECOMPUTED, Partials, PartialsMismatch, write_batch
+from slidewin.client.bench.ingest import arrow_partials
+from slidewin.db import sessions
+from slidewin.ingest.sink import PRECOMPUTED, Partials, PartialsMismatch, write_batch
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state
 from tests.test_ingest_sink import rows, with_partials, write

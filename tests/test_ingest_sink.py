@@ -11,11 +11,11 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from client.bench.ingest import arrow_partials
-from db.events import partition_of
-from db.schema import init_schema
-from ingest.batch import GOOD_SCHEMA
-from ingest.sink import (
+from slidewin.client.bench.ingest import arrow_partials
+from slidewin.db.events import partition_of
+from slidewin.db.schema import init_schema
+from slidewin.ingest.batch import GOOD_SCHEMA
+from slidewin.ingest.sink import (
     PRECOMPUTED,
     BatchResult,
     BatchRows,
@@ -291,8 +291,8 @@ def test_partials_that_do_not_match_their_rows_roll_the_batch_back(iconn):
 
 
 def test_the_progress_line_names_rows_the_triggers_summed():
-    from ingest.progress import batch_line
-    from ingest.sink import BatchResult
+    from slidewin.ingest.progress import batch_line
+    from slidewin.ingest.sink import BatchResult
 
     now = T0 + timedelta(seconds=5)
     spark_only = BatchResult("q", 3, rows_in=10, accepted=10, spark_rollups=10, seconds=1.0,
@@ -304,7 +304,7 @@ def test_the_progress_line_names_rows_the_triggers_summed():
 
 
 def test_the_batch_line_says_what_session_windows_took():
-    from ingest.progress import batch_line
+    from slidewin.ingest.progress import batch_line
 
     light = BatchResult("q", 1, rows_in=10, accepted=10, seconds=2.0, compute_s=1.0, session_s=0.1)
     assert ", sessions 0.10s, " in batch_line("text", light, T0)

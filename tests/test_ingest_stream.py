@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from db import windows
-from ingest.config import IngestConfig
-from ingest.runner import preflight, run
+from slidewin.db import windows
+from slidewin.ingest.config import IngestConfig
+from slidewin.ingest.runner import preflight, run
 from tests.conftest import T0
 from tests.ingest_fixtures import (
     clean_ingest_state,
@@ -283,7 +283,7 @@ def test_two_landing_folders_in_one_data_dir_each_run_their_own_query(
 ):
     """A second landing folder, with no --query-id, met the first one's checkpoints and failed
     with "Wrong basePath"; each folder now gets a query id, and so checkpoints, of its own."""
-    from ingest.config import default_paths, query_id_for
+    from slidewin.ingest.config import default_paths, query_id_for
 
     data = tmp_path / "data"
     for name in ("first", "second"):
@@ -317,7 +317,7 @@ def test_the_archive_keeps_files_for_archive_for(
 ):
     """The archive grew without bound (1.4 GB in 45 minutes): files are now deleted once their
     modification time is --archive-for old, on the ingest's (here pinned) clock."""
-    from ingest.config import FOREVER
+    from slidewin.ingest.config import FOREVER
 
     land = tmp_path / "landing"
     land.mkdir()
@@ -334,7 +334,7 @@ def test_the_archive_keeps_files_for_archive_for(
 
 
 def test_pruning_is_bounded_and_stays_in_its_folder(tmp_path):
-    from ingest.archive import prune
+    from slidewin.ingest.archive import prune
 
     mine, other = tmp_path / "archive" / "land", tmp_path / "archive" / "other"
     for folder in (mine, other):
@@ -352,7 +352,7 @@ def test_pruning_is_bounded_and_stays_in_its_folder(tmp_path):
 
 def test_arrow_dedup_equals_the_spark_plan(spark):
     """batch.split (Arrow, what the sink uses) == parse.good_rows (a Spark groupBy)."""
-    from ingest import batch, parse
+    from slidewin.ingest import batch, parse
 
     lines = [json.dumps(event(f"k{i % 7}", i % 3, i % 5)) for i in range(60)]
     lines += ["garbage", json.dumps(event("k1", 99, 0))]
@@ -367,7 +367,7 @@ def test_arrow_dedup_equals_the_spark_plan(spark):
 
 
 def test_file_chunks_group_small_files(tmp_path):
-    from ingest.stream import file_chunks
+    from slidewin.ingest.stream import file_chunks
 
     sizes = {"s0": 10, "s1": 10, "t-big": 3000, "u-big": 3000, "v-small": 10}
     for name, size in sizes.items():
@@ -422,9 +422,9 @@ def write_files(folder, sizes=SIZES):
 
 
 def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_per_partition):
-    from ingest.parse import read_files
-    from ingest.pull import arrow_partitions, partition_order
-    from ingest.spark_internals import arrow_batch_rdd
+    from slidewin.ingest.parse import read_files
+    from slidewin.ingest.pull import arrow_partitions, partition_order
+    from slidewin.ingest.spark_internals import arrow_batch_rdd
 
     df = read_files(spark, "parquet", list(reversed(write_files(tmp_path))))
     files = arrow_batch_rdd(df).files
@@ -446,8 +446,8 @@ def test_spark_partials_are_the_aggregates_of_each_pulled_partition(
     count/sum/min/max per (part, second) of exactly the valid rows ``ingest.pull`` pulls of
     that partition -- in-partition duplicates counted, bad rows left out, extreme values
     summed without overflow."""
-    from ingest import parse
-    from ingest.pull import indexed_partitions
+    from slidewin.ingest import parse
+    from slidewin.ingest.pull import indexed_partitions
 
     big = 2**63 - 1
     for name, vals in {"a": [big, big, 3, -4], "b": [5, 6, 7, -(2**63)], "c": [1, 2, 3, 4]}.items():
@@ -487,7 +487,7 @@ def test_the_generated_code_does_not_change_with_the_batch_limits(spark, tmp_pat
     import contextlib
     import io
 
-    from ingest import parse
+    from slidewin.ingest import parse
 
     path = write_jsonl(tmp_path, "a.jsonl", [event("u", 1, 0)])
 
@@ -510,17 +510,17 @@ def test_the_generated_code_does_not_change_with_the_batch_limits(spark, tmp_pat
 def test_small_files_are_packed_into_one_partition(spark, tmp_path):
     """With slidewin's session settings a batch of small files is one partition (one chunk),
     not one per file (nor one per core)."""
-    from ingest.parse import read_files
-    from ingest.pull import arrow_partitions
+    from slidewin.ingest.parse import read_files
+    from slidewin.ingest.pull import arrow_partitions
 
     df = read_files(spark, "parquet", write_files(tmp_path, {"a": 5, "b": 50, "c": 20}))
     assert [t.num_rows for t in arrow_partitions(df)] == [75]
 
 
 def test_a_file_spark_cannot_read_fails_the_pull(spark, tmp_path, one_file_per_partition):
-    from ingest.parse import read_files
-    from ingest.pull import arrow_partitions
-    from ingest.stream import SPARK_ERRORS
+    from slidewin.ingest.parse import read_files
+    from slidewin.ingest.pull import arrow_partitions
+    from slidewin.ingest.stream import SPARK_ERRORS
 
     paths = write_files(tmp_path, {"a": 3, "b": 4})
     alien = tmp_path / "c.parquet"
@@ -535,7 +535,7 @@ def test_the_handler_pulls_a_batch_once_per_partition(
     spark, store_dsn, iconn, tmp_path, monkeypatch, one_file_per_partition
 ):
     """A healthy batch goes through ingest.pull (one plan), not the file-by-file path."""
-    from ingest import stream
+    from slidewin.ingest import stream
 
     land = tmp_path / "landing"
     land.mkdir()

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from client.cli import cli
+from slidewin.client.cli import cli
 
 ADD = ["jobs", "add", "retention"]
 

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from jobs.config import RetentionPolicy
-from jobs.errors import PolicyError
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.errors import PolicyError
 
 S = timedelta(seconds=1)
 

@@ -14,8 +14,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from jobs import store
-from jobs.config import RetentionPolicy
+from slidewin.jobs import store
+from slidewin.jobs.config import RetentionPolicy
 from tests.invariants import assert_rollups_exact
 from tests.restartable_pg import RestartablePostgres
 from tests.test_jobs_scheduler import HOUR, PARTS, count, put, slidewin, stamped

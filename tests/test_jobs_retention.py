@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from db.events import Event, copy_events
-from db.retention import row_targets
-from jobs.config import RetentionPolicy
-from jobs.errors import ConnectionModeError
-from jobs.retention import (
+from slidewin.db.events import Event, copy_events
+from slidewin.db.retention import row_targets
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.errors import ConnectionModeError
+from slidewin.jobs.retention import (
     LOCK_NAME,
     NibblePool,
     RoundResult,

@@ -20,13 +20,13 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from db.events import Event, copy_events
-from jobs import store
-from jobs.config import RetentionPolicy
-from jobs.errors import JobNotFound
-from jobs.retention import RoundResult
-from jobs.scheduler import run_scheduler
-from jobs.status import job_status, retention_lag
+from slidewin.db.events import Event, copy_events
+from slidewin.jobs import store
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.errors import JobNotFound
+from slidewin.jobs.retention import RoundResult
+from slidewin.jobs.scheduler import run_scheduler
+from slidewin.jobs.status import job_status, retention_lag
 from tests.conftest import T0
 from tests.invariants import assert_rollups_exact
 from tests.jobs_fixtures import at, events, load
@@ -154,7 +154,7 @@ def test_status_reports_lag_per_partition(dsn):
 
 def slidewin(dsn: str, *args: str) -> list[str]:
     """The ``slidewin`` command line, run by this interpreter."""
-    entry = "import sys; from client.cli import cli; sys.exit(cli(prog_name='slidewin'))"
+    entry = "import sys; from slidewin.client.cli import cli; sys.exit(cli(prog_name='slidewin'))"
     return [sys.executable, "-c", entry, "--dsn", dsn, *args]
 
 
@@ -192,8 +192,8 @@ def test_sigterm_stops_the_scheduler_cleanly(dsn):
 
 
 def test_jobs_run_outside_a_scheduler_refuse():
-    from jobs.errors import JobError
-    from jobs.scheduler import retention_job
+    from slidewin.jobs.errors import JobError
+    from slidewin.jobs.scheduler import retention_job
 
     with pytest.raises(JobError, match="slidewin jobs run"):
         retention_job(name="default", history_s=1.0)
@@ -227,7 +227,7 @@ def test_scheduler_stop_flag_is_honoured_promptly(dsn):
 def test_the_retention_job_expires_session_windows_by_their_own_retention(dsn):
     """Sessions end more than their retention (30 s) before their stream time: the retention
     job deletes them in chunks (chunk 2: several calls) though the raw rows stay (history 2 h)."""
-    from db import sessions
+    from slidewin.db import sessions
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         sessions.define(conn, sessions.SessionDef("v", timedelta(seconds=5), timedelta(0),
@@ -246,8 +246,8 @@ def test_the_retention_job_expires_session_windows_by_their_own_retention(dsn):
 def test_the_retention_job_nibbles_each_declared_stream_by_its_own_history(dsn):
     """A declared stream with a 30 s history loses its older events in chunks of the policy's
     size (chunk 2: several calls), a stream kept forever loses nothing, and the run says so."""
-    from db import streams
-    from db.streams import Column
+    from slidewin.db import streams
+    from slidewin.db.streams import Column
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         for name, history in (("short", timedelta(seconds=30)), ("kept", None)):

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import psycopg
 
-from jobs.config import RetentionPolicy
-from jobs.retention import run_until_caught_up
-from jobs.vacuum import BackgroundVacuum, partitions_due, vacuum_due
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.retention import run_until_caught_up
+from slidewin.jobs.vacuum import BackgroundVacuum, partitions_due, vacuum_due
 from tests.jobs_fixtures import at, events, load
 
 

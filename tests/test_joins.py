@@ -17,9 +17,9 @@ from datetime import datetime, timedelta
 import psycopg
 import pytest
 
-from db import joins, streams
-from db.errors import ProcedureError
-from db.streams import Column
+from slidewin.db import joins, streams
+from slidewin.db.errors import ProcedureError
+from slidewin.db.streams import Column
 from tests.conftest import T0
 
 S = timedelta(seconds=1)
@@ -430,7 +430,7 @@ def test_show_is_newest_first_and_says_what_is_final(conn: psycopg.Connection) -
 def test_the_retention_jobs_tick_finalizes_an_idle_join_and_ages_its_results(
     conn: psycopg.Connection,
 ) -> None:
-    from jobs.retention import tick_joins
+    from slidewin.jobs.retention import tick_joins
 
     declare(conn, history=timedelta(minutes=1))
     joins.define(conn, "j", left="orders", right="shipments", on="k", join_type="left",

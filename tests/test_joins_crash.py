@@ -18,8 +18,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from db import joins, streams
-from db.streams import Column
+from slidewin.db import joins, streams
+from slidewin.db.streams import Column
 from tests.test_ingest_crash import SLIDEWIN, assert_no_process_left, env_with
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client.cli import cli
-from db import key_windows, windows
-from db.errors import ProcedureError
+from slidewin.client.cli import cli
+from slidewin.db import key_windows, windows
+from slidewin.db.errors import ProcedureError
 from tests import store_fixtures
 from tests.conftest import T0, clean_connection
 from tests.store_fixtures import at, put

@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.config import IngestConfig
-from ingest.landing import LandingSweep
+from slidewin.ingest.config import IngestConfig
+from slidewin.ingest.landing import LandingSweep
 from tests.conftest import T0
 from tests.ingest_fixtures import (
     clean_ingest_state,

@@ -5,9 +5,15 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from db.events import Event, insert_events, partition_of
-from db.limits import MAX_CHUNK, MAX_NAMED_PART, MAX_PARTITIONS, partition_name, partition_table
-from db.retention_settings import RetentionSettings, upsert_settings
+from slidewin.db.events import Event, insert_events, partition_of
+from slidewin.db.limits import (
+    MAX_CHUNK,
+    MAX_NAMED_PART,
+    MAX_PARTITIONS,
+    partition_name,
+    partition_table,
+)
+from slidewin.db.retention_settings import RetentionSettings, upsert_settings
 from tests.conftest import T0
 
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from db import retention, windows
-from db.connect import procedure_errors
-from db.errors import ProcedureError
+from slidewin.db import retention, windows
+from slidewin.db.connect import procedure_errors
+from slidewin.db.errors import ProcedureError
 from tests import store_fixtures
 from tests.invariants import assert_rollups_exact
 from tests.store_fixtures import PARTS, Row, at, keys_in, oldest_first, put, rows_of

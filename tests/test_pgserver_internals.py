@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from db import embedded, pgserver_internals
-from db.errors import DatabaseUnavailable
+from slidewin.db import embedded, pgserver_internals
+from slidewin.db.errors import DatabaseUnavailable
 from tests.test_embedded_server import _stop_everything, alive, gone_within, postmaster_pid
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals and Unix sockets")

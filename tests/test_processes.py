@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from db import embedded
+from slidewin.db import embedded
 from tests.test_embedded_server import _stop_everything, alive, gone_within
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets")
@@ -37,11 +37,11 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Uni
 PARENT = """
 import sys, time
 from pathlib import Path
-from client.processes import slidewin_child, start_child
+from slidewin.client.processes import slidewin_child, start_child
 dsn = sys.argv[1]
 if dsn == "embedded":
-    from db.connect import resolve_dsn
-    from db.schema import init_schema
+    from slidewin.db.connect import resolve_dsn
+    from slidewin.db.schema import init_schema
     import psycopg
     dsn = resolve_dsn(None, sys.argv[2])
     with psycopg.connect(dsn) as conn:
@@ -137,7 +137,7 @@ def test_a_child_holds_the_embedded_server_and_the_last_one_stops_it(data, tmp_p
 def test_a_child_whose_parent_is_already_gone_stops_at_once(tmp_path):
     """The watchdog's first look: a parent that died before the child started watching."""
     code = (
-        "import time; from client.processes import watch_parent; "
+        "import time; from slidewin.client.processes import watch_parent; "
         "watch_parent(1, poll_s=0.05, grace_s=30); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code])

@@ -11,9 +11,9 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from db.connect import connect
-from db.errors import ConfigError, DatabaseUnavailable
-from db.reconnect import (
+from slidewin.db.connect import connect
+from slidewin.db.errors import ConfigError, DatabaseUnavailable
+from slidewin.db.reconnect import (
     Reconnector,
     ReconnectPolicy,
     fmt_duration,

@@ -7,14 +7,14 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from db.retention_settings import (
+from slidewin.db.retention_settings import (
     DEFAULT_NAME,
     RetentionSettings,
     delete_settings,
     read_settings,
     upsert_settings,
 )
-from jobs.config import RetentionPolicy
+from slidewin.jobs.config import RetentionPolicy
 
 
 def test_upsert_read_replace_delete(conn):

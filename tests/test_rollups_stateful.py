@@ -30,10 +30,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from psycopg import sql
 
-from db import retention
-from db.events import Event, copy_events, partition_of
-from ingest import batch as arrow_batch
-from ingest.sink import BatchRows, Partials, PartialsMismatch, write_batch
+from slidewin.db import retention
+from slidewin.db.events import Event, copy_events, partition_of
+from slidewin.ingest import batch as arrow_batch
+from slidewin.ingest.sink import BatchRows, Partials, PartialsMismatch, write_batch
 from tests import store_fixtures
 from tests.conftest import CLEAN_SQL, T0
 from tests.invariants import rollup_drift

@@ -5,8 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from db.errors import ProcedureError, SchemaMissing
-from db.schema import current_version, init_schema, latest_version, require_schema
+from slidewin.db.errors import ProcedureError, SchemaMissing
+from slidewin.db.schema import current_version, init_schema, latest_version, require_schema
 
 
 def test_init_is_idempotent_and_records_version(make_store):

@@ -17,9 +17,9 @@ import psutil
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from client.cli.demo import ingest_launch, jobs_add_launch
-from client.processes import slidewin_child
-from client.sim.config import ClientConfig
+from slidewin.client.cli.demo import ingest_launch, jobs_add_launch
+from slidewin.client.processes import slidewin_child
+from slidewin.client.sim.config import ClientConfig
 
 PASSWORD = "Pa55-in-argv-never"
 DSN = f"postgresql://slidewin:{PASSWORD}@db.example:5432/slidewin"
@@ -98,7 +98,7 @@ def test_the_scan_finds_a_dsn_flag(tmp_path, code):
 
 
 def test_the_retention_benchmark_s_inserter_carries_no_password(make_store):
-    from client.bench.retention import RetentionBenchSpec, start_inserter
+    from slidewin.client.bench.retention import RetentionBenchSpec, start_inserter
 
     dsn = _with_password(make_store(2))
     spec = RetentionBenchSpec(rate=100, seconds=30, partitions=2)

@@ -20,17 +20,17 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-from client.cli import cli
-from client.serve.app import create_app
-from client.serve.jsonout import SAFE_INT, browser_safe, plain
-from db import joins, sessions, streams
-from db.config import redact
-from db.schema import init_schema
-from db.streams import Column
-from ingest.batch import GOOD_SCHEMA
-from ingest.sink import BatchRows, write_batch
-from jobs import store as job_store
-from jobs.config import RetentionPolicy
+from slidewin.client.cli import cli
+from slidewin.client.serve.app import create_app
+from slidewin.client.serve.jsonout import SAFE_INT, browser_safe, plain
+from slidewin.db import joins, sessions, streams
+from slidewin.db.config import redact
+from slidewin.db.schema import init_schema
+from slidewin.db.streams import Column
+from slidewin.ingest.batch import GOOD_SCHEMA
+from slidewin.ingest.sink import BatchRows, write_batch
+from slidewin.jobs import store as job_store
+from slidewin.jobs.config import RetentionPolicy
 from tests.conftest import T0
 from tests.pgfixture import create_database, drop_database
 
@@ -110,7 +110,7 @@ def client(dsn: str) -> Iterator[TestClient]:
 
 @pytest.fixture(autouse=True)
 def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("db.clock.utc_now", lambda: NOW)
+    monkeypatch.setattr("slidewin.db.clock.utc_now", lambda: NOW)
 
 
 def cli_json(dsn: str, *args: str) -> Any:

@@ -13,13 +13,13 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from db import streams
-from db.counters import counters
-from db.events import Event, insert_events
-from db.schema import init_schema
-from db.streams import Column
-from ingest.batch import GOOD_SCHEMA
-from ingest.sink import BatchRows, write_batch
+from slidewin.db import streams
+from slidewin.db.counters import counters
+from slidewin.db.events import Event, insert_events
+from slidewin.db.schema import init_schema
+from slidewin.db.streams import Column
+from slidewin.ingest.batch import GOOD_SCHEMA
+from slidewin.ingest.sink import BatchRows, write_batch
 from tests.conftest import CLEAN_SQL, T0, clean_connection
 from tests.pgfixture import create_database, drop_database
 

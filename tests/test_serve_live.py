@@ -23,7 +23,7 @@ import httpx
 import psycopg
 import pytest
 
-from client.serve.live import LISTEN_APPLICATION
+from slidewin.client.serve.live import LISTEN_APPLICATION
 from tests.serve_fixtures import LiveWriter, ServedStore, setup_store
 
 Event = tuple[str, str, dict[str, Any]]  # (id, kind, body)

@@ -19,8 +19,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from client.serve.app import create_app
-from db import streams
+from slidewin.client.serve.app import create_app
+from slidewin.db import streams
 from tests.serve_fixtures import LiveWriter, setup_store
 
 with warnings.catch_warnings():  # starlette's TestClient asks for httpx's successor; httpx works

@@ -14,9 +14,9 @@ from datetime import timedelta
 
 import pytest
 
-from db import sessions
-from db.errors import ConfigError, ProcedureError
-from db.events import Event, insert_events
+from slidewin.db import sessions
+from slidewin.db.errors import ConfigError, ProcedureError
+from slidewin.db.events import Event, insert_events
 from tests import store_fixtures
 from tests.conftest import CLEAN_SQL as CLEAN
 from tests.conftest import T0

@@ -22,11 +22,11 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from db import sessions
-from db.events import Event, insert_events, partition_of
-from ingest import sessions as sink_sessions
-from ingest.batch import GOOD_SCHEMA
-from ingest.sink import insert_arrow_events
+from slidewin.db import sessions
+from slidewin.db.events import Event, insert_events, partition_of
+from slidewin.ingest import sessions as sink_sessions
+from slidewin.ingest.batch import GOOD_SCHEMA
+from slidewin.ingest.sink import insert_arrow_events
 from tests import store_fixtures
 from tests.conftest import clean_connection
 from tests.store_fixtures import at

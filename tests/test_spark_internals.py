@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from ingest import pull, spark_internals
-from ingest.spark_internals import PullUnavailable
+from slidewin.ingest import pull, spark_internals
+from slidewin.ingest.spark_internals import PullUnavailable
 from tests.ingest_fixtures import (
     clean_ingest_state,
     event,
@@ -92,7 +92,7 @@ def test_without_the_pull_parquet_files_are_read_file_by_file(
 def test_a_pyspark_without_load_from_socket_cannot_pull(spark, tmp_path, monkeypatch):
     import pyspark.util
 
-    from ingest.parse import read_files
+    from slidewin.ingest.parse import read_files
 
     monkeypatch.delattr(pyspark.util, "_load_from_socket")
     df = read_files(spark, "parquet", write_files(tmp_path, {"a": 3}))
@@ -103,7 +103,7 @@ def test_a_pyspark_without_load_from_socket_cannot_pull(spark, tmp_path, monkeyp
 def test_a_changed_run_job_is_pull_unavailable(spark, tmp_path, monkeypatch):
     """The job of a partition runs in the helper thread: the error still reaches the caller
     as PullUnavailable (which the stream handler falls back on), not as a batch failure."""
-    from ingest.parse import read_files
+    from slidewin.ingest.parse import read_files
 
     df = read_files(spark, "parquet", write_files(tmp_path, {"a": 3, "b": 4}))
     java_context = spark.sparkContext._jsc  # not the SparkContext runJob takes: no such method
@@ -138,7 +138,7 @@ def test_without_the_plain_checkpoint_manager_spark_keeps_its_default(
 
 
 def test_a_gateway_without_its_process_gives_no_jvm_pid(spark, monkeypatch):
-    from ingest.spark import jvm_pid
+    from slidewin.ingest.spark import jvm_pid
 
     gateway = spark_internals.gateway_of(spark)
     assert spark_internals.jvm_running()

@@ -19,8 +19,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from db import joins, sessions, streams
-from db.streams import Column
+from slidewin.db import joins, sessions, streams
+from slidewin.db.streams import Column
 from tests import store_fixtures
 from tests.store_fixtures import at, put
 

@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
-from client.cli.root import cli
-from db import streams
-from db.errors import ProcedureError
-from db.streams import Column
+from slidewin.client.cli.root import cli
+from slidewin.db import streams
+from slidewin.db.errors import ProcedureError
+from slidewin.db.streams import Column
 from tests.conftest import T0
 
 S = timedelta(seconds=1)
@@ -476,7 +476,7 @@ def test_follow_final_emits_each_window_of_a_declared_stream_once(
     import threading
     import time
 
-    from db import window_follow
+    from slidewin.db import window_follow
 
     define(conn, grace=S)
 

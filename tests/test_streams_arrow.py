@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from db.streams import Column, Stream
-from ingest import typed
-from ingest.typed import Layout, Limits, Parsed, parse_files
+from slidewin.db.streams import Column, Stream
+from slidewin.ingest import typed
+from slidewin.ingest.typed import Layout, Limits, Parsed, parse_files
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 STREAM = Stream(
@@ -125,8 +125,8 @@ def test_a_required_column_missing_from_the_file_dead_letters_every_record() -> 
 def test_rows_read_whole_are_stored_as_the_record_path_stores_them(conn) -> None:
     """Through the sink into PostgreSQL: the fast path's CSV keeps NaN, infinities, empty
     strings (never NULL), quotes, commas, decimals and microseconds; duplicates count."""
-    from db import streams
-    from ingest.typed_sink import write_stream_batch
+    from slidewin.db import streams
+    from slidewin.ingest.typed_sink import write_stream_batch
 
     streams.define(conn, "wide", key="device", time="ts", columns=STREAM.columns,
                    measures=["temp", "amount"], history=timedelta(hours=1))

@@ -21,11 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 from psycopg import sql
 
-from db import streams
-from db.streams import Column
-from ingest.config import IngestConfig
-from ingest.runner import preflight, run
-from ingest.typed_sink import write_stream_batch
+from slidewin.db import streams
+from slidewin.db.streams import Column
+from slidewin.ingest.config import IngestConfig
+from slidewin.ingest.runner import preflight, run
+from slidewin.ingest.typed_sink import write_stream_batch
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state, spark_session, write_lines
 

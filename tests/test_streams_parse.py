@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from db.streams import Column, Stream
-from ingest.typed import BadValue, Layout, Limits, convert, parse_files, parse_time
+from slidewin.db.streams import Column, Stream
+from slidewin.ingest.typed import BadValue, Layout, Limits, convert, parse_files, parse_time
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(minutes=2)

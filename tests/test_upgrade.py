@@ -16,10 +16,10 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from db import sessions, windows
-from db.schema import current_version, init_schema, latest_version
-from ingest.batch import GOOD_SCHEMA
-from ingest.sink import BatchRows, write_batch
+from slidewin.db import sessions, windows
+from slidewin.db.schema import current_version, init_schema, latest_version
+from slidewin.ingest.batch import GOOD_SCHEMA
+from slidewin.ingest.sink import BatchRows, write_batch
 from tests.invariants import assert_rollups_exact
 from tests.pgfixture import create_database, drop_database
 

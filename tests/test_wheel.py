@@ -91,12 +91,23 @@ def _slidewin(venv_dir: Path, dsn: str, *args: str, cwd: Path) -> subprocess.Com
 
 
 SHIPPED = """
-import json, db, procedures
+import json
+from slidewin import db, procedures
 names = procedures.all_files()
 for name in names:
     procedures.read_sql(name)
 print(json.dumps({"db": db.__file__, "procedures": procedures.__file__,
                   "files": len(names), "migrations": procedures.migrations()}))
+"""
+
+# what the installed distribution puts where imports look: only the slidewin package
+INSTALLED = """
+import importlib.metadata as md, importlib.util, json
+files = [str(f) for f in md.files("slidewin")]
+tops = sorted({f.split("/")[0] for f in files if not f.startswith(("..", "slidewin-"))})
+generic = {n: importlib.util.find_spec(n) is not None
+           for n in ("db", "ingest", "jobs", "client", "procedures")}
+print(json.dumps({"tops": tops, "generic": generic}))
 """
 
 
@@ -112,6 +123,17 @@ def test_the_installed_package_is_the_wheels(wheel_venv: Path, tmp_path: Path) -
     migrations = sorted(sources.glob("migrations/*.sql"))
     assert found["files"] == len(list(sources.glob("**/*.sql"))) - len(migrations)
     assert found["migrations"] == [[int(p.name[:4]), f"migrations/{p.name}"] for p in migrations]
+
+
+def test_only_the_slidewin_namespace_is_installed(wheel_venv: Path, tmp_path: Path) -> None:
+    """No generic top-level name (db, ingest, jobs, client, procedures) in site-packages."""
+    out = subprocess.run(
+        [str(wheel_venv / "bin" / "python"), "-c", INSTALLED],
+        check=True, capture_output=True, text=True, cwd=tmp_path,
+    ).stdout
+    found = json.loads(out)
+    assert found["tops"] == ["slidewin"], found
+    assert not any(found["generic"].values()), found
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from db import window_follow, windows
+from slidewin.db import window_follow, windows
 from tests import store_fixtures
 from tests.store_fixtures import at, put
 

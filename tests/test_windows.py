@@ -23,7 +23,7 @@ from decimal import Decimal
 
 import pytest
 
-from db import retention, windows
+from slidewin.db import retention, windows
 from tests import store_fixtures
 from tests.store_fixtures import at, keys_in, put
 

@@ -14,10 +14,10 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from client.cli import cli
-from db import key_windows, streams, windows
-from db.errors import ProcedureError, WindowTimeout
-from db.streams import Column
+from slidewin.client.cli import cli
+from slidewin.db import key_windows, streams, windows
+from slidewin.db.errors import ProcedureError, WindowTimeout
+from slidewin.db.streams import Column
 from tests import store_fixtures
 from tests.store_fixtures import at, put
 

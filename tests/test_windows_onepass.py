@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from db import key_windows, streams, windows
-from db.streams import Column
+from slidewin.db import key_windows, streams, windows
+from slidewin.db.streams import Column
 from tests import store_fixtures
 from tests.conftest import clean_connection
 from tests.store_fixtures import PARTS, put, rows_of

@@ -16,7 +16,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from db import windows
+from slidewin.db import windows
 from tests import store_fixtures
 from tests.store_fixtures import PARTS, Row, put, rows_of
 

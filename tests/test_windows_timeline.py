@@ -15,8 +15,8 @@ from datetime import timedelta
 
 import pytest
 
-from db import windows
-from db.errors import ProcedureError
+from slidewin.db import windows
+from slidewin.db.errors import ProcedureError
 from tests import store_fixtures
 from tests.store_fixtures import at, keys_in, put
 

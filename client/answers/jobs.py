@@ -12,11 +12,11 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from client.answers.windows import iso
-from db import clock
-from db.errors import ConfigError
-from jobs import store
-from jobs.status import JobStatus, all_status
+from slidewin.client.answers.windows import iso
+from slidewin.db import clock
+from slidewin.db.errors import ConfigError
+from slidewin.jobs import store
+from slidewin.jobs.status import JobStatus, all_status
 
 MAX_RUNS = 1000
 

@@ -15,9 +15,9 @@ from typing import Any
 import psycopg
 from psycopg.types.json import set_json_loads
 
-from client.cli import joins as command
-from db import joins
-from db.errors import ConfigError
+from slidewin.client.cli import joins as command
+from slidewin.db import joins
+from slidewin.db.errors import ConfigError
 
 
 def join_list(conn: psycopg.Connection) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import psycopg
 
-from client.answers.windows import iso, number
-from db import clock, sessions
-from db.errors import ConfigError
+from slidewin.client.answers.windows import iso, number
+from slidewin.db import clock, sessions
+from slidewin.db.errors import ConfigError
 
 
 def def_json(d: sessions.SessionDef) -> dict[str, Any]:

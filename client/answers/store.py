@@ -12,11 +12,11 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from client.answers.windows import BUILTIN, iso
-from db import joins, sessions, streams
-from db.errors import ConfigError
-from db.schema import current_version, latest_version
-from db.status import PartitionStatus, partition_status, store_summary
+from slidewin.client.answers.windows import BUILTIN, iso
+from slidewin.db import joins, sessions, streams
+from slidewin.db.errors import ConfigError
+from slidewin.db.schema import current_version, latest_version
+from slidewin.db.status import PartitionStatus, partition_status, store_summary
 
 MAX_PAGE = 1000
 RAW_CHARS = 2000  # of a dead letter's raw text, in a page (raw_chars: its whole length)

@@ -16,8 +16,8 @@ from typing import Any
 
 import psycopg
 
-from db import clock, key_windows, streams, window_follow, windows
-from db.errors import ConfigError, ProcedureError
+from slidewin.db import clock, key_windows, streams, window_follow, windows
+from slidewin.db.errors import ConfigError, ProcedureError
 
 BUILTIN = "events"
 QUESTIONS = ("avg", "max", "min", "sum", "count")

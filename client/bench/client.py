@@ -28,16 +28,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from client.bench.stats import median
-from client.processes import Launch, slidewin_child, start_child
-from client.sim.freshness import FreshnessTracker
-from client.sim.generator import Batch, EventGenerator, GeneratorConfig, GeneratorStats
-from client.sim.maxtracker import MaxTracker
-from client.sim.reporter import Failures, Reporter, StoreWatch
-from client.sim.session import FRESHNESS_POLL_S
-from db.connect import connect
-from db.errors import SlidewinError
-from db.scratch import scratch_database
+from slidewin.client.bench.stats import median
+from slidewin.client.processes import Launch, slidewin_child, start_child
+from slidewin.client.sim.freshness import FreshnessTracker
+from slidewin.client.sim.generator import Batch, EventGenerator, GeneratorConfig, GeneratorStats
+from slidewin.client.sim.maxtracker import MaxTracker
+from slidewin.client.sim.reporter import Failures, Reporter, StoreWatch
+from slidewin.client.sim.session import FRESHNESS_POLL_S
+from slidewin.db.connect import connect
+from slidewin.db.errors import SlidewinError
+from slidewin.db.scratch import scratch_database
 
 
 class BenchError(SlidewinError):

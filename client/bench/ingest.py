@@ -46,12 +46,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from client.bench.stats import median, percentile
-from db.scratch import scratch_database
-from ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER, IngestConfig
-from ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
-from ingest.sessions import definitions as session_definitions
-from ingest.sink import (
+from slidewin.client.bench.stats import median, percentile
+from slidewin.db.scratch import scratch_database
+from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER, IngestConfig
+from slidewin.ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
+from slidewin.ingest.sessions import definitions as session_definitions
+from slidewin.ingest.sink import (
     BatchResult,
     Partials,
     PartitionCheck,
@@ -329,8 +329,8 @@ def _watch(dsn: str, appeared: dict, seen: dict, producer: threading.Thread, tim
 
 def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> dict:
     """Run (a)-(d) and return the report (the JSON line's keys)."""
-    from ingest.java import check_java
-    from ingest.spark import build_session, class_cache_state, jvm_pid, stop_session
+    from slidewin.ingest.java import check_java
+    from slidewin.ingest.spark import build_session, class_cache_state, jvm_pid, stop_session
 
     check_java()
     work = Path(tempfile.mkdtemp(prefix="slidewin-bench-"))

@@ -66,14 +66,20 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from client.bench.ingest import BenchOptions, end_to_end, ingest_config, write_file, write_landing
-from client.bench.stats import median, percentile
-from db import joins, streams
-from db.scratch import scratch_database
-from db.streams import Column
-from ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER
-from ingest.runner import preflight, run
-from ingest.typed_arrow import csv_bytes
+from slidewin.client.bench.ingest import (
+    BenchOptions,
+    end_to_end,
+    ingest_config,
+    write_file,
+    write_landing,
+)
+from slidewin.client.bench.stats import median, percentile
+from slidewin.db import joins, streams
+from slidewin.db.scratch import scratch_database
+from slidewin.db.streams import Column
+from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER
+from slidewin.ingest.runner import preflight, run
+from slidewin.ingest.typed_arrow import csv_bytes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -519,8 +525,8 @@ def run_bench(admin: str, opts: JoinBenchOptions, progress: Callable[[str], None
               check: Check | None = None) -> dict[str, Any]:
     """(a)-(e) above; the report (the JSON line's keys). ``check(conn, start, end, result)`` is
     called on each store with the join once its results over [start, end) were compared."""
-    from ingest.java import check_java
-    from ingest.spark import build_session, stop_session
+    from slidewin.ingest.java import check_java
+    from slidewin.ingest.spark import build_session, stop_session
 
     check_java()
     work = Path(tempfile.mkdtemp(prefix="slidewin-bench-joins-"))

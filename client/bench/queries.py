@@ -40,13 +40,13 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from client.bench.stats import percentile
-from db.connect import connect
-from db.errors import ConfigError
-from db.events import partition_of
-from db.limits import MAX_CHUNK, MAX_PARTITIONS
-from db.schema import init_schema
-from db.scratch import scratch_database
+from slidewin.client.bench.stats import percentile
+from slidewin.db.connect import connect
+from slidewin.db.errors import ConfigError
+from slidewin.db.events import partition_of
+from slidewin.db.limits import MAX_CHUNK, MAX_PARTITIONS
+from slidewin.db.schema import init_schema
+from slidewin.db.scratch import scratch_database
 
 Progress = Callable[[str], None]
 WINDOWS_S = (1, 5, 10, 30)

@@ -30,19 +30,19 @@ from typing import Any
 
 import psycopg
 
-from client.bench.stats import percentile
-from db.connect import connect
-from db.errors import SlidewinError
-from db.events import partition_of
-from db.retention import row_targets
-from db.schema import init_schema
-from db.scratch import scratch_database
-from jobs.config import RetentionPolicy
-from jobs.errors import PolicyError
-from jobs.retention import RoundResult
-from jobs.scheduler import run_scheduler
-from jobs.status import no_jit
-from jobs.store import add_retention
+from slidewin.client.bench.stats import percentile
+from slidewin.db.connect import connect
+from slidewin.db.errors import SlidewinError
+from slidewin.db.events import partition_of
+from slidewin.db.retention import row_targets
+from slidewin.db.schema import init_schema
+from slidewin.db.scratch import scratch_database
+from slidewin.jobs.config import RetentionPolicy
+from slidewin.jobs.errors import PolicyError
+from slidewin.jobs.retention import RoundResult
+from slidewin.jobs.scheduler import run_scheduler
+from slidewin.jobs.status import no_jit
+from slidewin.jobs.store import add_retention
 
 KEY_POOL = 200_000
 SAMPLE_S = 0.1

@@ -36,12 +36,12 @@ from typing import Any
 
 import psutil
 
-from client.bench.client import BenchError, group_cpu_s, proc_cpu_s
-from client.bench.stats import median, percentile
-from client.processes import Child, slidewin_child, start_child
-from client.sim.generator import EventGenerator, GeneratorConfig
-from db.connect import connect
-from db.scratch import scratch_database
+from slidewin.client.bench.client import BenchError, group_cpu_s, proc_cpu_s
+from slidewin.client.bench.stats import median, percentile
+from slidewin.client.processes import Child, slidewin_child, start_child
+from slidewin.client.sim.generator import EventGenerator, GeneratorConfig
+from slidewin.db.connect import connect
+from slidewin.db.scratch import scratch_database
 
 Progress = Callable[[str], None]
 BATCH_LINE = re.compile(r"^\[text\] batch (\d+): in (\d+),")

@@ -32,7 +32,7 @@ import numpy as np
 import psycopg
 import pyarrow as pa
 
-from client.bench.ingest import (
+from slidewin.client.bench.ingest import (
     BenchOptions,
     copy_limit,
     end_to_end,
@@ -40,9 +40,9 @@ from client.bench.ingest import (
     with_partitions,
     write_landing,
 )
-from client.bench.stats import median, percentile
-from db import key_windows, sessions
-from db.scratch import scratch_database
+from slidewin.client.bench.stats import median, percentile
+from slidewin.db import key_windows, sessions
+from slidewin.db.scratch import scratch_database
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -153,8 +153,8 @@ def _key_windows(conn: psycopg.Connection, names: list[str], now: datetime) -> d
 
 def run_bench(admin: str, opts: SessionBenchOptions, progress: Callable[[str], None]) -> dict:
     """Run (a) and (b) side by side, then the lookups; the report (the JSON line's keys)."""
-    from ingest.java import check_java
-    from ingest.spark import build_session, stop_session
+    from slidewin.ingest.java import check_java
+    from slidewin.ingest.spark import build_session, stop_session
 
     check_java()
     now = datetime.now(UTC)

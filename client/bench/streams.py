@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from psycopg import sql
 
-from client.bench.ingest import (
+from slidewin.client.bench.ingest import (
     BenchOptions,
     copy_limit,
     end_to_end,
@@ -42,9 +42,9 @@ from client.bench.ingest import (
     with_partitions,
     write_landing,
 )
-from db import streams
-from db.scratch import scratch_database
-from db.streams import Column
+from slidewin.db import streams
+from slidewin.db.scratch import scratch_database
+from slidewin.db.streams import Column
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -116,8 +116,8 @@ def _write_stream_files(table: pa.Table, folder: Path, opts: BenchOptions) -> No
 
 def run_wide_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> dict:
     """(a)-(d) above; the report's keys."""
-    from ingest.java import check_java
-    from ingest.spark import build_session, stop_session
+    from slidewin.ingest.java import check_java
+    from slidewin.ingest.spark import build_session, stop_session
 
     check_java()
     work = Path(tempfile.mkdtemp(prefix="slidewin-bench-wide-"))

@@ -34,13 +34,13 @@ import numpy as np
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from client.bench.queries import timed_ms
-from client.bench.stats import percentile
-from db.connect import connect
-from db.errors import ConfigError, SlidewinError
-from db.limits import MAX_PARTITIONS
-from db.schema import init_schema
-from db.scratch import scratch_database
+from slidewin.client.bench.queries import timed_ms
+from slidewin.client.bench.stats import percentile
+from slidewin.db.connect import connect
+from slidewin.db.errors import ConfigError, SlidewinError
+from slidewin.db.limits import MAX_PARTITIONS
+from slidewin.db.schema import init_schema
+from slidewin.db.scratch import scratch_database
 
 Progress = Callable[[str], None]
 HOUR = timedelta(hours=1)
@@ -214,8 +214,8 @@ def load(conn: psycopg.Connection, spec: WindowBenchSpec, progress: Progress) ->
 
 def load_stream(conn: psycopg.Connection, spec: WindowBenchSpec, progress: Progress) -> None:
     """The same hour into a declared stream with a double measure, chunk by chunk."""
-    from db import streams
-    from db.streams import Column
+    from slidewin.db import streams
+    from slidewin.db.streams import Column
 
     streams.define(conn, "readings", key="k", time="ts", measures=["v"],
                    columns=[Column("k", "text"), Column("v", "double precision")])
@@ -380,7 +380,7 @@ def cli_max_rss_mb(dsn: str) -> dict[str, Any]:
     """``slidewin windows hopping`` for the 86,400 windows, as its own process (the DSN in its
     environment, never on a command line): its peak resident memory, and the windows it wrote
     (counted as they stream by)."""
-    cli = [sys.executable, "-c", "from client.cli import main; main()", *CLI_ARGS]
+    cli = [sys.executable, "-c", "from slidewin.client.cli import main; main()", *CLI_ARGS]
     done = subprocess.run([sys.executable, "-c", RSS_PROBE, *cli], capture_output=True,
                           text=True, env={**os.environ, "SLIDEWIN_DSN": dsn}, check=False)
     if done.returncode != 0:

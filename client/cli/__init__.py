@@ -6,7 +6,7 @@ so ``slidewin --help`` stays fast); ``options`` holds the shared options.
 
 from __future__ import annotations
 
-from client.cli.root import SlidewinGroup, cli
+from slidewin.client.cli.root import SlidewinGroup, cli
 
 
 def main() -> None:

@@ -5,24 +5,24 @@ from __future__ import annotations
 
 import click
 
-from client.cli.root import LazyGroup
+from slidewin.client.cli.root import LazyGroup
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "client": ("client.cli.bench_client:bench_client",
+    "client": ("slidewin.client.cli.bench_client:bench_client",
                "The simulator's event rate and its watchers' cost to the ingest."),
-    "ingest": ("client.cli.bench_ingest:bench_ingest",
+    "ingest": ("slidewin.client.cli.bench_ingest:bench_ingest",
                "COPY limit, end-to-end ingest, freshness and driver memory."),
-    "joins": ("client.cli.bench_joins:bench_joins",
+    "joins": ("slidewin.client.cli.bench_joins:bench_joins",
               "Two streams ingested with and without a join; its exactness."),
-    "queries": ("client.cli.bench_queries:bench_queries",
+    "queries": ("slidewin.client.cli.bench_queries:bench_queries",
                 "Window queries, max, nibbles and COPY against raw scans."),
-    "retention": ("client.cli.bench_retention:bench_retention",
+    "retention": ("slidewin.client.cli.bench_retention:bench_retention",
                   "Retention under a steady insert load: lag, delete time, bloat."),
-    "serve": ("client.cli.bench_serve:bench_serve",
+    "serve": ("slidewin.client.cli.bench_serve:bench_serve",
               "What slidewin serve costs a live ingest; API latency and memory."),
-    "sessions": ("client.cli.bench_sessions:bench_sessions",
+    "sessions": ("slidewin.client.cli.bench_sessions:bench_sessions",
                  "The ingest with and without a session window; key lookups."),
-    "windows": ("client.cli.bench_windows:bench_windows",
+    "windows": ("slidewin.client.cli.bench_windows:bench_windows",
                 "Every window kind against scanning the raw rows."),
 }
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import click
 
-from client.bench.client import BenchSettings, generator_rate, reporter_overhead, summarize
-from client.bench.stats import median
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION_MS, json_option
-from client.cli.root import SlidewinCommand
-from client.sim.generator import FORMATS
+from slidewin.client.bench.client import BenchSettings, generator_rate, reporter_overhead, summarize
+from slidewin.client.bench.stats import median
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, DURATION_MS, json_option
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.client.sim.generator import FORMATS
 
 
 @click.command("client", cls=SlidewinCommand)

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import click
 
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, DurationType, json_option
-from client.cli.root import SlidewinCommand
-from ingest.config import DEFAULT_MAX_FILES, ROLLUPS
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, DURATION, DurationType, json_option
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.ingest.config import DEFAULT_MAX_FILES, ROLLUPS
 
 
 @click.command("ingest", cls=SlidewinCommand)
@@ -65,7 +65,7 @@ def bench_ingest(
       slidewin --dsn postgresql://postgres@127.0.0.1/postgres bench ingest --json
       slidewin bench ingest --stream wide --events 1M --json
     """
-    from client.bench.ingest import BenchOptions, run_bench
+    from slidewin.client.bench.ingest import BenchOptions, run_bench
 
     if freshness_seconds > timedelta(minutes=10):
         raise click.BadParameter(
@@ -81,7 +81,7 @@ def bench_ingest(
     )
     app.check_database()
     if stream == "wide":
-        from client.bench.streams import run_wide_bench
+        from slidewin.client.bench.streams import run_wide_bench
 
         report = run_wide_bench(app.dsn, opts, app.progress)
     else:

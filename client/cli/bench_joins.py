@@ -8,10 +8,10 @@ from datetime import timedelta
 
 import click
 
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, DurationType, json_option
-from client.cli.root import SlidewinCommand
-from ingest.config import DEFAULT_MAX_FILES
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, DURATION, DurationType, json_option
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.ingest.config import DEFAULT_MAX_FILES
 
 
 @click.command("joins", cls=SlidewinCommand)
@@ -71,7 +71,7 @@ def bench_joins(
       slidewin bench joins --json
       slidewin bench joins --type full --within 2s --json
     """
-    from client.bench.joins import JoinBenchOptions, run_bench
+    from slidewin.client.bench.joins import JoinBenchOptions, run_bench
 
     if keys > events:
         raise click.BadParameter(f"{keys:,} keys for {events:,} events; use at most as many "

@@ -7,12 +7,12 @@ from types import FrameType
 
 import click
 
-from client.bench.queries import QueryBenchSpec, format_table, run_query_bench
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, json_option, keep_option
-from client.cli.root import SlidewinCommand
-from db.limits import MAX_CHUNK, MAX_PARTITIONS
-from db.signals import handling
+from slidewin.client.bench.queries import QueryBenchSpec, format_table, run_query_bench
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, json_option, keep_option
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.db.limits import MAX_CHUNK, MAX_PARTITIONS
+from slidewin.db.signals import handling
 
 
 @click.command("queries", cls=SlidewinCommand)

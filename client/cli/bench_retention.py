@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import click
 
-from client.bench.retention import RetentionBenchSpec, run_retention_bench
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, keep_option
-from client.cli.root import SlidewinCommand
-from db.limits import MAX_PARTITIONS
+from slidewin.client.bench.retention import RetentionBenchSpec, run_retention_bench
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, DURATION, DURATION_MS, json_option, keep_option
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.db.limits import MAX_PARTITIONS
 
 
 @click.command("retention", cls=SlidewinCommand)

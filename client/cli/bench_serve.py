@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import click
 
-from client.bench.serve import ServeSettings, run
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, DURATION, json_option
-from client.cli.root import SlidewinCommand
+from slidewin.client.bench.serve import ServeSettings, run
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, DURATION, json_option
+from slidewin.client.cli.root import SlidewinCommand
 
 
 @click.command("serve", cls=SlidewinCommand)

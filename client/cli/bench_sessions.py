@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import click
 
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, json_option
-from client.cli.root import SlidewinCommand
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, json_option
+from slidewin.client.cli.root import SlidewinCommand
 
 
 @click.command("sessions", cls=SlidewinCommand)
@@ -37,7 +37,7 @@ def bench_sessions(
       slidewin bench sessions --events 200k --rounds 1
       slidewin bench sessions --json
     """
-    from client.bench.sessions import SessionBenchOptions, run_bench
+    from slidewin.client.bench.sessions import SessionBenchOptions, run_bench
 
     if keys > events:
         raise click.BadParameter(f"{keys:,} keys for {events:,} events; use at most as many "

@@ -7,12 +7,12 @@ from types import FrameType
 
 import click
 
-from client.bench.windows import WindowBenchSpec, format_table, run_window_bench
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import COUNT, json_option, keep_option
-from client.cli.root import SlidewinCommand
-from db.limits import MAX_PARTITIONS
-from db.signals import handling
+from slidewin.client.bench.windows import WindowBenchSpec, format_table, run_window_bench
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import COUNT, json_option, keep_option
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.db.limits import MAX_PARTITIONS
+from slidewin.db.signals import handling
 
 
 @click.command("windows", cls=SlidewinCommand)

@@ -21,29 +21,35 @@ from typing import Any, TextIO
 
 import click
 
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.interrupts import interrupted
-from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconnect_timeout_option
-from client.cli.root import SlidewinCommand
-from client.sim.config import DELETERS, ClientConfig
-from client.sim.generator import FORMATS
-from client.sim.live import Display, NullDisplay, make_display
-from client.sim.matched import MatchConfig, check_match, match_line
-from client.sim.session import ClientSession
-from client.sim.summary import Summary, format_summary
-from client.sim.typed_generator import DEFAULT_KEYS
-from client.sim.typed_session import (
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.interrupts import interrupted
+from slidewin.client.cli.options import (
+    COUNT,
+    DURATION,
+    DURATION_MS,
+    json_option,
+    reconnect_timeout_option,
+)
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.client.sim.config import DELETERS, ClientConfig
+from slidewin.client.sim.generator import FORMATS
+from slidewin.client.sim.live import Display, NullDisplay, make_display
+from slidewin.client.sim.matched import MatchConfig, check_match, match_line
+from slidewin.client.sim.session import ClientSession
+from slidewin.client.sim.summary import Summary, format_summary
+from slidewin.client.sim.typed_generator import DEFAULT_KEYS
+from slidewin.client.sim.typed_session import (
     StreamClientConfig,
     StreamSession,
     StreamSummary,
     format_stream_summary,
 )
-from db import streams
-from db.errors import ConfigError
-from db.limits import MAX_CHUNK
-from db.retention_settings import DEFAULT_NAME, read_settings
-from db.schema import require_schema
-from db.signals import Stop, stop_on_signals
+from slidewin.db import streams
+from slidewin.db.errors import ConfigError
+from slidewin.db.limits import MAX_CHUNK
+from slidewin.db.retention_settings import DEFAULT_NAME, read_settings
+from slidewin.db.schema import require_schema
+from slidewin.db.signals import Stop, stop_on_signals
 
 _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--displayinterval", type=DURATION, default="5", show_default=True,

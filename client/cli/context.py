@@ -36,14 +36,14 @@ class AppContext:
 
     @property
     def data_dir(self) -> Path:
-        from db.config import data_dir
+        from slidewin.db.config import data_dir
 
         return data_dir(self.data_dir_option)
 
     @property
     def dsn(self) -> str:
         if self._dsn is None:
-            from db.connect import resolve_dsn
+            from slidewin.db.connect import resolve_dsn
 
             self._dsn = resolve_dsn(self.dsn_option, self.data_dir_option)
         return self._dsn
@@ -53,7 +53,7 @@ class AppContext:
         """The DSN if it is known without starting anything (for error messages)."""
         if self._dsn is not None:
             return self._dsn
-        from db.config import configured_dsn
+        from slidewin.db.config import configured_dsn
 
         try:
             return configured_dsn(self.dsn_option)
@@ -61,7 +61,7 @@ class AppContext:
             return self.dsn_option
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
-        from db.connect import connect
+        from slidewin.db.connect import connect
 
         return connect(self.dsn, autocommit=autocommit)
 

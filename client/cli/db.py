@@ -7,15 +7,15 @@ from typing import Any
 
 import click
 
-from client.answers import store as answer_store
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import json_option
-from client.cli.root import SlidewinGroup
-from db import embedded
-from db.config import configured_dsn, redact
-from db.connect import ensure_embedded
-from db.limits import MAX_PARTITIONS
-from db.schema import init_schema
+from slidewin.client.answers import store as answer_store
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import json_option
+from slidewin.client.cli.root import SlidewinGroup
+from slidewin.db import embedded
+from slidewin.db.config import configured_dsn, redact
+from slidewin.db.connect import ensure_embedded
+from slidewin.db.limits import MAX_PARTITIONS
+from slidewin.db.schema import init_schema
 
 
 @click.group(cls=SlidewinGroup)
@@ -47,12 +47,16 @@ def db_init(app: AppContext, partitions: int | None) -> None:
     Example:
       slidewin db init --partitions 16
     """
+    from slidewin.jobs.refs import migrate_job_refs
+
     with app.connect(autocommit=False) as conn:
         report = init_schema(conn, partitions)
+        renamed = migrate_job_refs(conn)
     app.progress(
         f"slidewin schema version {report.version} ready at {redact(app.dsn)}: "
         f"{report.partitions} partitions"
         + (f", applied {', '.join(report.applied_migrations)}" if report.applied_migrations else "")
+        + (f"; stored jobs {', '.join(renamed)} now name slidewin.jobs" if renamed else "")
     )
 
 
@@ -278,7 +282,7 @@ def db_url(app: AppContext) -> None:
 
 def _refuse_with_dsn(app: AppContext, verb: str) -> None:
     if configured_dsn(app.dsn_option):
-        from db.errors import ConfigError
+        from slidewin.db.errors import ConfigError
 
         raise ConfigError(
             f"db {verb} manages the embedded server, but a DSN is configured "
@@ -305,9 +309,9 @@ def db_reset(app: AppContext, yes: bool, as_json: bool) -> None:
     Example:
       slidewin db reset --yes
     """
-    from db.errors import ConfigError
-    from db.reset import other_sessions, reset_store
-    from ingest.checkpoints import forget
+    from slidewin.db.errors import ConfigError
+    from slidewin.db.reset import other_sessions, reset_store
+    from slidewin.ingest.checkpoints import forget
 
     if not yes:
         known = app.known_dsn

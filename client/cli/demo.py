@@ -58,24 +58,24 @@ from typing import Any
 
 import click
 
-from client.cli import demo_join
-from client.cli.client import build_config, client_options, report_stream, run_client
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.interrupts import interrupted
-from client.cli.options import COUNT, DURATION
-from client.cli.root import SlidewinCommand
-from client.processes import Child, Launch, slidewin_child, start_child
-from client.sim.config import ClientConfig
-from client.sim.generator import EventGenerator, GeneratorConfig
-from client.sim.join_demo import JoinSummary, format_join_summary
-from client.sim.session import record_retention
-from client.sim.typed_session import SideStream, StreamSummary, format_stream_summary
-from db import sessions, streams
-from db.clock import utc_now
-from db.config import redact
-from db.errors import SlidewinError
-from db.schema import init_schema
-from db.signals import Stop, stop_on_signals
+from slidewin.client.cli import demo_join
+from slidewin.client.cli.client import build_config, client_options, report_stream, run_client
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.interrupts import interrupted
+from slidewin.client.cli.options import COUNT, DURATION
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.client.processes import Child, Launch, slidewin_child, start_child
+from slidewin.client.sim.config import ClientConfig
+from slidewin.client.sim.generator import EventGenerator, GeneratorConfig
+from slidewin.client.sim.join_demo import JoinSummary, format_join_summary
+from slidewin.client.sim.session import record_retention
+from slidewin.client.sim.typed_session import SideStream, StreamSummary, format_stream_summary
+from slidewin.db import sessions, streams
+from slidewin.db.clock import utc_now
+from slidewin.db.config import redact
+from slidewin.db.errors import SlidewinError
+from slidewin.db.schema import init_schema
+from slidewin.db.signals import Stop, stop_on_signals
 
 BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
 READY_MARK = "ingest "  # the ingest's "ingest <query id>: <streams> from <landing>" line
@@ -290,7 +290,7 @@ def _died(name: str, child: Child) -> str:
 
 def preflight(app: AppContext) -> str:
     """Java and the database, before anything starts. Returns the DSN."""
-    from ingest.java import check_java
+    from slidewin.ingest.java import check_java
 
     check_java()
     dsn = app.dsn  # starts the embedded server when no DSN is configured

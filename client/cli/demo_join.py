@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from client.cli.context import AppContext
-from client.sim.config import ClientConfig
-from client.sim.join_demo import JoinFeed, JoinWatch
-from client.sim.matched import MatchConfig, MatchedStreams
-from client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
-from db import joins, streams
-from db.errors import ConfigError
-from db.streams import Column
+from slidewin.client.cli.context import AppContext
+from slidewin.client.sim.config import ClientConfig
+from slidewin.client.sim.join_demo import JoinFeed, JoinWatch
+from slidewin.client.sim.matched import MatchConfig, MatchedStreams
+from slidewin.client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
+from slidewin.db import joins, streams
+from slidewin.db.errors import ConfigError
+from slidewin.db.streams import Column
 
 ORDERS = "demo_orders"
 SHIPMENTS = "demo_shipments"

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from db.config import redact
-from db.connect import unavailable
-from db.errors import SlidewinError, fix_for_sqlstate
-from ingest.errors import first_line
+from slidewin.db.config import redact
+from slidewin.db.connect import unavailable
+from slidewin.db.errors import SlidewinError, fix_for_sqlstate
+from slidewin.ingest.errors import first_line
 
 
 def describe(exc: BaseException, dsn: str | None) -> tuple[str, int]:

@@ -7,13 +7,19 @@ from pathlib import Path
 
 import click
 
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.interrupts import stopped_by
-from client.cli.options import COUNT, DURATION, DurationType, json_option, reconnect_timeout_option
-from client.cli.root import SlidewinCommand
-from db.limits import MAX_CHUNK
-from db.signals import Stop, stop_on_signals
-from ingest.config import (
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.interrupts import stopped_by
+from slidewin.client.cli.options import (
+    COUNT,
+    DURATION,
+    DurationType,
+    json_option,
+    reconnect_timeout_option,
+)
+from slidewin.client.cli.root import SlidewinCommand
+from slidewin.db.limits import MAX_CHUNK
+from slidewin.db.signals import Stop, stop_on_signals
+from slidewin.ingest.config import (
     DEFAULT_MAX_FILES,
     EPOCH_UNITS,
     FOREVER,
@@ -24,7 +30,7 @@ from ingest.config import (
     default_paths,
     query_id_for,
 )
-from ingest.progress import Totals
+from slidewin.ingest.progress import Totals
 
 
 class ArchiveFor(DurationType):
@@ -133,7 +139,7 @@ def ingest_command(
       slidewin ingest --inline --history 1m --max-rows 100k --chunk 500
       slidewin ingest --epoch-unit ms     # ts numbers are milliseconds, even small ones
     """
-    from ingest.runner import preflight, run
+    from slidewin.ingest.runner import preflight, run
 
     so_far = Totals()  # the batches committed before a failure, for its --json line
     app.error_totals = so_far.as_json

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import signal
 
-from db.errors import SlidewinError
-from db.signals import Stop
+from slidewin.db.errors import SlidewinError
+from slidewin.db.signals import Stop
 
 INTERRUPTED_EXIT = 128 + signal.SIGINT  # 130, what shells report for Ctrl-C
 

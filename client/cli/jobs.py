@@ -11,18 +11,24 @@ from typing import Any
 
 import click
 
-from client.answers import jobs as answer_jobs
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.interrupts import stopped_by
-from client.cli.options import COUNT, DURATION, DURATION_MS, json_option, reconnect_timeout_option
-from client.cli.root import SlidewinGroup
-from db.reconnect import ReconnectPolicy
-from db.retention_settings import DEFAULT_NAME
-from db.signals import Stop, stop_on_signals
-from jobs import scheduler as sched
-from jobs import store
-from jobs.config import MAX_WORKERS, SPLITS, RetentionPolicy
-from jobs.status import JobStatus
+from slidewin.client.answers import jobs as answer_jobs
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.interrupts import stopped_by
+from slidewin.client.cli.options import (
+    COUNT,
+    DURATION,
+    DURATION_MS,
+    json_option,
+    reconnect_timeout_option,
+)
+from slidewin.client.cli.root import SlidewinGroup
+from slidewin.db.reconnect import ReconnectPolicy
+from slidewin.db.retention_settings import DEFAULT_NAME
+from slidewin.db.signals import Stop, stop_on_signals
+from slidewin.jobs import scheduler as sched
+from slidewin.jobs import store
+from slidewin.jobs.config import MAX_WORKERS, SPLITS, RetentionPolicy
+from slidewin.jobs.status import JobStatus
 
 
 @click.group(cls=SlidewinGroup)

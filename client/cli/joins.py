@@ -15,15 +15,15 @@ import click
 import psycopg
 from psycopg.types.json import set_json_loads
 
-from client.cli.context import AppContext, emit_json, number, pass_app
-from client.cli.interrupts import stopped_by
-from client.cli.options import COUNT, DURATION, TIME, DurationType, json_option
-from client.cli.root import SlidewinGroup
-from db import join_follow, joins, streams
-from db.errors import ConfigError, ProcedureError
-from db.joins import Answer, Join, JoinStatus
-from db.signals import Stop, stop_on_signals
-from db.units import format_duration, parse_duration
+from slidewin.client.cli.context import AppContext, emit_json, number, pass_app
+from slidewin.client.cli.interrupts import stopped_by
+from slidewin.client.cli.options import COUNT, DURATION, TIME, DurationType, json_option
+from slidewin.client.cli.root import SlidewinGroup
+from slidewin.db import join_follow, joins, streams
+from slidewin.db.errors import ConfigError, ProcedureError
+from slidewin.db.joins import Answer, Join, JoinStatus
+from slidewin.db.signals import Stop, stop_on_signals
+from slidewin.db.units import format_duration, parse_duration
 
 DEFAULT_LAST = timedelta(hours=1)  # as the windows' --last
 WINDOW_OPTIONS = ("--within", "--before/--after", "--rows", "--as-of")

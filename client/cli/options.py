@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from db.errors import ConfigError
-from db.units import parse_count, parse_duration
+from slidewin.db.errors import ConfigError
+from slidewin.db.units import parse_count, parse_duration
 
 
 class DurationType(click.ParamType):

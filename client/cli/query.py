@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from client.answers import windows as answers
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import json_option
-from client.cli.root import SlidewinGroup
-from db import windows
+from slidewin.client.answers import windows as answers
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import json_option
+from slidewin.client.cli.root import SlidewinGroup
+from slidewin.db import windows
 
 SECONDS = click.option(
     "--seconds",

@@ -20,9 +20,9 @@ from typing import Any
 
 import click
 
-from client.cli.context import AppContext, emit_json
-from client.cli.interrupts import INTERRUPTED_EXIT
-from client.cli.usage import ARGS_KEY, command_path, one_line
+from slidewin.client.cli.context import AppContext, emit_json
+from slidewin.client.cli.interrupts import INTERRUPTED_EXIT
+from slidewin.client.cli.usage import ARGS_KEY, command_path, one_line
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 CLICK_EXITS = (click.ClickException, click.exceptions.Exit, click.Abort)
@@ -147,7 +147,9 @@ def _interrupted(ctx: click.Context) -> None:
 
 
 def _fail(ctx: click.Context, exc: Exception) -> None:
-    from client.cli.failures import describe  # psycopg and the database layer: on failure only
+    from slidewin.client.cli.failures import (
+        describe,  # psycopg and the database layer: on failure only
+    )
 
     app = ctx.find_object(AppContext) or AppContext()
     message, code = describe(exc, app.known_dsn)
@@ -168,23 +170,24 @@ def _totals(app: AppContext) -> dict[str, Any]:
 # The root's commands: imported on first use, listed by --help from here (keep each short help
 # to one line; tests/test_cli_promises.py checks every entry loads the command it names).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "bench": ("client.cli.bench:bench", "Measure slidewin on this machine (benchmarks)."),
-    "client": ("client.cli.client:client_command",
+    "bench": ("slidewin.client.cli.bench:bench", "Measure slidewin on this machine (benchmarks)."),
+    "client": ("slidewin.client.cli.client:client_command",
                "Write random events and report on the window (VoltDB's client)."),
-    "db": ("client.cli.db:db", "Create, inspect and serve the store."),
-    "demo": ("client.cli.demo:demo_command",
+    "db": ("slidewin.client.cli.db:db", "Create, inspect and serve the store."),
+    "demo": ("slidewin.client.cli.demo:demo_command",
              "Run everything at once (store, ingest, retention, client)."),
-    "ingest": ("client.cli.ingest:ingest_command",
+    "ingest": ("slidewin.client.cli.ingest:ingest_command",
                "Stream landing files into the store, exactly once (Spark)."),
-    "jobs": ("client.cli.jobs:jobs", "Scheduled retention, view refresh and stats."),
-    "joins": ("client.cli.joins:joins_group",
+    "jobs": ("slidewin.client.cli.jobs:jobs", "Scheduled retention, view refresh and stats."),
+    "joins": ("slidewin.client.cli.joins:joins_group",
               "Join two declared streams: in a time window, by rows, as of."),
-    "query": ("client.cli.query:query", "Ask windowed questions (max, avg) of the rollups."),
-    "serve": ("client.cli.serve:serve_command",
+    "query": ("slidewin.client.cli.query:query",
+              "Ask windowed questions (max, avg) of the rollups."),
+    "serve": ("slidewin.client.cli.serve:serve_command",
               "A live dashboard, JSON API and Prometheus metrics of the store."),
-    "streams": ("client.cli.streams:streams_group",
+    "streams": ("slidewin.client.cli.streams:streams_group",
                 "Declare your own streams: named, typed columns and measures."),
-    "windows": ("client.cli.windows:windows_group",
+    "windows": ("slidewin.client.cli.windows:windows_group",
                 "Tumbling, hopping, sliding, count and session windows."),
 }
 

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import click
 
-from client.cli.context import AppContext, pass_app
-from client.cli.interrupts import stopped_by
-from client.cli.options import DURATION_MS
-from db.schema import require_schema
+from slidewin.client.cli.context import AppContext, pass_app
+from slidewin.client.cli.interrupts import stopped_by
+from slidewin.client.cli.options import DURATION_MS
+from slidewin.db.schema import require_schema
 
 
 @click.command("serve")
@@ -46,7 +46,7 @@ def serve_command(app: AppContext, host: str, port: int, update_every: timedelta
     dsn = app.dsn
     with app.connect() as conn:  # fail now, with the fix, not on the first request
         require_schema(conn)
-    from client.serve.server import serve
+    from slidewin.client.serve.server import serve
 
     def ready(url: str) -> None:
         app.progress(f"slidewin serve: dashboard {url}, API {url}api/v1/, metrics {url}metrics "

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import click
 
-from client.answers import store as answer_store
-from client.answers.store import stream_json as _json
-from client.cli.context import AppContext, emit_json, pass_app
-from client.cli.options import DURATION, json_option
-from client.cli.root import SlidewinGroup
-from db import streams
-from db.errors import ConfigError
-from db.streams import Column, Stream
+from slidewin.client.answers import store as answer_store
+from slidewin.client.answers.store import stream_json as _json
+from slidewin.client.cli.context import AppContext, emit_json, pass_app
+from slidewin.client.cli.options import DURATION, json_option
+from slidewin.client.cli.root import SlidewinGroup
+from slidewin.db import streams
+from slidewin.db.errors import ConfigError
+from slidewin.db.streams import Column, Stream
 
 
 def _pair(text: str, option: str) -> tuple[str, str]:
@@ -98,7 +98,7 @@ def add_cmd(app: AppContext, name: str, key_: str | None, time_: str | None,
     """
     key_name, key_type = (_pair(key_, "--key") if key_ and ":" in key_ else (key_, "text"))
     if infer_from is not None:
-        from db.stream_infer import infer
+        from slidewin.db.stream_infer import infer
 
         if columns or measures:
             raise ConfigError("--infer guesses the columns and measures; leave out --column and "

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import click
 
-from client.cli.context import emit_json
+from slidewin.client.cli.context import emit_json
 
 ARGS_KEY = "slidewin.args"  # ctx.meta: the command line as given, for the --json check
 

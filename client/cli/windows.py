@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 import psycopg
 
-from client.answers.windows import (
+from slidewin.client.answers.windows import (
     BUILTIN,
     named,
     num,
@@ -22,15 +22,15 @@ from client.answers.windows import (
     status_json,
     window_json,
 )
-from client.cli import windows_sessions
-from client.cli.context import AppContext, emit_json, emit_json_items, number, pass_app
-from client.cli.interrupts import stopped_by
-from client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
-from client.cli.root import SlidewinGroup
-from db import key_windows, streams, window_follow, windows
-from db.errors import ConfigError, ProcedureError, WindowTimeout
-from db.signals import Stop, stop_on_signals
-from db.window_rows import Rows
+from slidewin.client.cli import windows_sessions
+from slidewin.client.cli.context import AppContext, emit_json, emit_json_items, number, pass_app
+from slidewin.client.cli.interrupts import stopped_by
+from slidewin.client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
+from slidewin.client.cli.root import SlidewinGroup
+from slidewin.db import key_windows, streams, window_follow, windows
+from slidewin.db.errors import ConfigError, ProcedureError, WindowTimeout
+from slidewin.db.signals import Stop, stop_on_signals
+from slidewin.db.window_rows import Rows
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T = TypeVar("T")

@@ -8,18 +8,18 @@ from typing import Any
 
 import click
 
-from client.answers import sessions as answer_sessions
-from client.answers.sessions import def_json as _def_json
-from client.answers.sessions import session_json
-from client.cli.context import AppContext, emit_json, number, pass_app
-from client.cli.interrupts import stopped_by
-from client.cli.options import COUNT, DURATION, TIME, json_option
-from client.cli.root import SlidewinCommand, SlidewinGroup
-from db import session_follow, sessions
-from db.clock import utc_now
-from db.errors import ConfigError
-from db.limits import MAX_CHUNK
-from db.signals import Stop, stop_on_signals
+from slidewin.client.answers import sessions as answer_sessions
+from slidewin.client.answers.sessions import def_json as _def_json
+from slidewin.client.answers.sessions import session_json
+from slidewin.client.cli.context import AppContext, emit_json, number, pass_app
+from slidewin.client.cli.interrupts import stopped_by
+from slidewin.client.cli.options import COUNT, DURATION, TIME, json_option
+from slidewin.client.cli.root import SlidewinCommand, SlidewinGroup
+from slidewin.db import session_follow, sessions
+from slidewin.db.clock import utc_now
+from slidewin.db.errors import ConfigError
+from slidewin.db.limits import MAX_CHUNK
+from slidewin.db.signals import Stop, stop_on_signals
 
 
 @click.group("add", cls=SlidewinGroup)

@@ -28,17 +28,17 @@ from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from client.answers import jobs as answer_jobs
-from client.answers import joins as answer_joins
-from client.answers import sessions as answer_sessions
-from client.answers import store as answer_store
-from client.answers import windows as answer_windows
-from client.serve import dashboard, metrics
-from client.serve.jsonout import dumps
-from client.serve.live import Hub
-from db.config import redact
-from db.errors import ConfigError, DatabaseUnavailable, ProcedureError, SchemaMissing
-from db.units import parse_count, parse_duration
+from slidewin.client.answers import jobs as answer_jobs
+from slidewin.client.answers import joins as answer_joins
+from slidewin.client.answers import sessions as answer_sessions
+from slidewin.client.answers import store as answer_store
+from slidewin.client.answers import windows as answer_windows
+from slidewin.client.serve import dashboard, metrics
+from slidewin.client.serve.jsonout import dumps
+from slidewin.client.serve.live import Hub
+from slidewin.db.config import redact
+from slidewin.db.errors import ConfigError, DatabaseUnavailable, ProcedureError, SchemaMissing
+from slidewin.db.units import parse_count, parse_duration
 
 API = "/api/v1"
 APPLICATION = "slidewin serve"
@@ -78,7 +78,7 @@ _NOT_FOUND = re.compile(r"\b(no|unknown) (stream|join|job|window definition|sess
 
 def failure(exc: Exception, dsn: str) -> Response:
     """The JSON of a failure, its status, and no DSN in it."""
-    from client.cli.failures import describe
+    from slidewin.client.cli.failures import describe
 
     message, code = describe(exc, dsn)
     for shown in {dsn, redact(dsn)}:
@@ -155,7 +155,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
         except Exception as exc:
             return failure(exc, dsn)
 
-    static = resources.files("client.serve").joinpath("static")
+    static = resources.files("slidewin.client.serve").joinpath("static")
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

@@ -24,16 +24,16 @@ from typing import Any
 
 import psycopg
 
-from client.answers import joins as answer_joins
-from client.answers import sessions as answer_sessions
-from client.answers import store as answer_store
-from client.answers import windows as answer_windows
-from client.answers.windows import BUILTIN, TIME_KINDS, iso
-from db import streams, windows
-from db.errors import ConfigError
-from db.retention_settings import read_settings
-from db.status import partition_status
-from db.units import parse_duration
+from slidewin.client.answers import joins as answer_joins
+from slidewin.client.answers import sessions as answer_sessions
+from slidewin.client.answers import store as answer_store
+from slidewin.client.answers import windows as answer_windows
+from slidewin.client.answers.windows import BUILTIN, TIME_KINDS, iso
+from slidewin.db import streams, windows
+from slidewin.db.errors import ConfigError
+from slidewin.db.retention_settings import read_settings
+from slidewin.db.status import partition_status
+from slidewin.db.units import parse_duration
 
 MIN_RANGE_S, MAX_RANGE_S = 60, 3600
 MAX_WINDOWS = 4000  # windows one chart may draw (the range over the advance)

@@ -33,9 +33,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from client.serve.dashboard import View
-from client.serve.jsonout import dumps
-from db.changes import CHANNEL, STREAMS_CHANNEL
+from slidewin.client.serve.dashboard import View
+from slidewin.client.serve.jsonout import dumps
+from slidewin.db.changes import CHANNEL, STREAMS_CHANNEL
 
 JOINS_CHANNEL = "slidewin_joins"
 DEAD_LETTERS_CHANNEL = "slidewin_dead_letters"

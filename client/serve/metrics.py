@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 
 import psycopg
 
-from client.answers.store import BATCH_STREAM_SQL, version
-from db import streams
-from db.counters import counters
-from db.retention_settings import read_settings
-from db.schema import current_version
+from slidewin.client.answers.store import BATCH_STREAM_SQL, version
+from slidewin.db import streams
+from slidewin.db.counters import counters
+from slidewin.db.retention_settings import read_settings
+from slidewin.db.schema import current_version
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

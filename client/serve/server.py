@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 
 import uvicorn
 
-from client.serve.app import create_app
-from db.signals import Stop, handling
+from slidewin.client.serve.app import create_app
+from slidewin.db.signals import Stop, handling
 
 GRACE_S = 1  # open event streams get this long to end once a stop is asked for
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.sim.generator import FORMATS, check_keys
-from db.errors import ConfigError
-from db.limits import MAX_CHUNK
+from slidewin.client.sim.generator import FORMATS, check_keys
+from slidewin.db.errors import ConfigError
+from slidewin.db.limits import MAX_CHUNK
 
 DELETERS = ("client", "jobs")
 

@@ -27,9 +27,9 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from client.sim.generator import Batch
-from db.changes import INSERT, RollupChanges
-from db.clock import Clock, utc_now
+from slidewin.client.sim.generator import Batch
+from slidewin.db.changes import INSERT, RollupChanges
+from slidewin.db.clock import Clock, utc_now
 
 VISIBLE_SQL = """
 SELECT extract(epoch FROM sec)::bigint, sum(n)::bigint

@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from db.clock import Clock, utc_now
-from db.errors import ConfigError
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.errors import ConfigError
 
 FORMATS = ("csv", "jsonl", "parquet")
 _SUFFIX = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}

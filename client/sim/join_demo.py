@@ -31,12 +31,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from client.sim.freshness import LatencyStats, Sample, latency_stats
-from client.sim.matched import MatchedStreams
-from client.sim.reporter import show
-from db import joins
-from db.clock import Clock, utc_now
-from db.connect import connect
+from slidewin.client.sim.freshness import LatencyStats, Sample, latency_stats
+from slidewin.client.sim.matched import MatchedStreams
+from slidewin.client.sim.reporter import show
+from slidewin.db import joins
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import connect
 
 NEWEST = 5  # pairs shown at the end
 KEEP_WRITTEN_S = 600.0  # how long a written record's time is kept for the freshness of its pair

@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from client.sim.generator import Batch, epoch_us, run_paced
-from client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
-from db.clock import Clock
-from db.errors import ConfigError
-from db.streams import Stream
+from slidewin.client.sim.generator import Batch, epoch_us, run_paced
+from slidewin.client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
+from slidewin.db.clock import Clock
+from slidewin.db.errors import ConfigError
+from slidewin.db.streams import Stream
 
 INTEGER_TYPES = ("bigint", "integer")
 MAX_DELAY_S = 86_400.0

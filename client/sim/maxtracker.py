@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from db.changes import RollupChanges
-from db.clock import Clock, utc_now
+from slidewin.db.changes import RollupChanges
+from slidewin.db.clock import Clock, utc_now
 
 WINDOW_MAX_SQL = "SELECT max(vmax) FROM slidewin.rollups WHERE sec > %s AND sec <= %s"
 

@@ -31,10 +31,10 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from psycopg import sql
 
-from client.sim.freshness import FreshnessTracker, latency_stats
-from client.sim.generator import GeneratorStats
-from db import sessions, windows
-from db.clock import Clock, utc_now
+from slidewin.client.sim.freshness import FreshnessTracker, latency_stats
+from slidewin.client.sim.generator import GeneratorStats
+from slidewin.db import sessions, windows
+from slidewin.db.clock import Clock, utc_now
 
 WINDOWS = (1, 5, 10, 30)
 Query = str | sql.Composed

@@ -26,12 +26,12 @@ from typing import TypeVar
 
 import psycopg
 
-from client.sim.config import ClientConfig
-from client.sim.freshness import FreshnessTracker
-from client.sim.generator import Batch, EventGenerator, GeneratorConfig
-from client.sim.live import Display
-from client.sim.maxtracker import MaxTracker
-from client.sim.reporter import (
+from slidewin.client.sim.config import ClientConfig
+from slidewin.client.sim.freshness import FreshnessTracker
+from slidewin.client.sim.generator import Batch, EventGenerator, GeneratorConfig
+from slidewin.client.sim.live import Display
+from slidewin.client.sim.maxtracker import MaxTracker
+from slidewin.client.sim.reporter import (
     Failures,
     Report,
     Reporter,
@@ -39,18 +39,18 @@ from client.sim.reporter import (
     Totals,
     format_report,
 )
-from client.sim.summary import Summary, build_summary
-from db.clock import Clock, utc_now
-from db.connect import connect
-from db.errors import DatabaseUnavailable
-from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
-from db.retention_settings import (
+from slidewin.client.sim.summary import Summary, build_summary
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import connect
+from slidewin.db.errors import DatabaseUnavailable
+from slidewin.db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
+from slidewin.db.retention_settings import (
     DEFAULT_NAME,
     RetentionSettings,
     read_settings,
     upsert_settings,
 )
-from jobs.config import RetentionPolicy
+from slidewin.jobs.config import RetentionPolicy
 
 FRESHNESS_POLL_S = 0.01
 T = TypeVar("T")
@@ -189,7 +189,7 @@ class ClientSession:
         return [*format_report(report), *extra]
 
     def _deleter(self, conn: psycopg.Connection) -> Callable[[], None]:
-        from jobs.retention import run_until_caught_up
+        from slidewin.jobs.retention import run_until_caught_up
 
         policy = policy_of(self.config)
         pause = self.config.deleteyieldtime_ms / 1000

@@ -15,10 +15,10 @@ from typing import Any
 
 import psycopg
 
-from client.sim.freshness import LatencyStats
-from client.sim.reporter import Totals, show
-from db import sessions
-from db.status import PartitionStatus, partition_status
+from slidewin.client.sim.freshness import LatencyStats
+from slidewin.client.sim.reporter import Totals, show
+from slidewin.db import sessions
+from slidewin.db.status import PartitionStatus, partition_status
 
 
 @dataclass(frozen=True)

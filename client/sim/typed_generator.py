@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from client.sim.generator import (
+from slidewin.client.sim.generator import (
     FORMATS,
     Batch,
     GeneratorStats,
@@ -62,9 +62,9 @@ from client.sim.generator import (
     run_paced,
     write_atomically,
 )
-from db.clock import Clock, utc_now
-from db.errors import ConfigError
-from db.streams import Column, Stream
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.errors import ConfigError
+from slidewin.db.streams import Column, Stream
 
 WORDS = ("north", "south", "east", "west", "alpha", "beta", "gamma", "delta", "red", "green",
          "blue", "amber", "oak", "pine", "river", "hill", "dock", "yard", "lab", "roof")

@@ -35,17 +35,21 @@ from typing import Any
 
 import psycopg
 
-from client.sim.generator import FORMATS, Batch, check_keys
-from client.sim.live import Display
-from client.sim.matched import MatchConfig, MatchedStreams, match_line
-from client.sim.reporter import Failures, StoreWatch, Totals, hms, show, stream_scope
-from client.sim.typed_generator import DEFAULT_KEYS, TypedEventGenerator, TypedGeneratorConfig
-from db import streams
-from db.clock import Clock, utc_now
-from db.connect import connect
-from db.errors import ConfigError, DatabaseUnavailable
-from db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
-from db.streams import Stream
+from slidewin.client.sim.generator import FORMATS, Batch, check_keys
+from slidewin.client.sim.live import Display
+from slidewin.client.sim.matched import MatchConfig, MatchedStreams, match_line
+from slidewin.client.sim.reporter import Failures, StoreWatch, Totals, hms, show, stream_scope
+from slidewin.client.sim.typed_generator import (
+    DEFAULT_KEYS,
+    TypedEventGenerator,
+    TypedGeneratorConfig,
+)
+from slidewin.db import streams
+from slidewin.db.clock import Clock, utc_now
+from slidewin.db.connect import connect
+from slidewin.db.errors import ConfigError, DatabaseUnavailable
+from slidewin.db.reconnect import Reconnector, ReconnectPolicy, is_connection_lost
+from slidewin.db.streams import Stream
 
 DEFAULT_WINDOW_S = 30.0
 NEWEST_SQL = "SELECT newest_ts FROM slidewin.stream_state WHERE stream = %s"
