@@ -9,7 +9,7 @@ transaction, and is run by ``slidewin db init`` and before any scheduler opens t
 
 from __future__ import annotations
 
-import pickle  # noqa: S403 -- the store's own job states, written by APScheduler for slidewin
+import pickle  # the store's own job states, written by APScheduler for slidewin
 from typing import Any
 
 import psycopg

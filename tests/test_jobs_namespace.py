@@ -24,7 +24,6 @@ from click.testing import CliRunner
 
 from slidewin.client.cli import cli
 from slidewin.db.events import Event, copy_events
-from slidewin.jobs import store
 from slidewin.jobs.refs import migrate_job_refs
 from slidewin.jobs.scheduler import run_scheduler
 

@@ -76,6 +76,49 @@ def test_dead_letters_are_counted_by_stream_and_reason_and_stay_counted(cconn):
     assert _dead(cconn) == expected
 
 
+INGEST_COUNTERS = ("ingest_batches", "ingest_events_accepted", "ingest_events_duplicate",
+                   "ingest_records_rejected")
+BATCH_SUMS = """
+SELECT CASE WHEN starts_with(split_part(query_id, '/', 2), 'stream-')
+            THEN substr(split_part(query_id, '/', 2), 8) ELSE 'events' END AS stream,
+       count(*), sum(accepted), sum(duplicates), sum(rejected)
+  FROM slidewin.ingest_batches GROUP BY 1 ORDER BY 1
+"""
+
+
+def _ingest(conn: psycopg.Connection) -> dict[str, tuple[int, ...]]:
+    """The ingest's counters by stream, as (batches, accepted, duplicates, rejected)."""
+    found: dict[str, list[int]] = {}
+    for c in counters(conn):
+        if c.name in INGEST_COUNTERS:
+            found.setdefault(c.labels["stream"], [0] * 4)[INGEST_COUNTERS.index(c.name)] = c.value
+    return {k: tuple(v) for k, v in sorted(found.items())}
+
+
+def _batch_sums(conn: psycopg.Connection) -> dict[str, tuple[int, ...]]:
+    return {r[0]: tuple(int(v) for v in r[1:]) for r in conn.execute(BATCH_SUMS)}
+
+
+def test_ingest_batches_are_counted_in_their_transaction_by_stream(cconn):
+    write_batch(cconn, "q/text/1", "events", 0,
+                lambda _s: BatchRows(_good(cconn, 1, 2), _bad("malformed")))
+    write_batch(cconn, "q/text/1", "events", 1,
+                lambda _s: BatchRows(_good(cconn, 2, 3), _bad()))  # second 2 again: a duplicate
+    write_batch(cconn, "q/text/1", "events", 1,  # a replay of batch 1: skipped, counts nothing
+                lambda _s: BatchRows(_good(cconn, 2, 3), _bad()))
+    # a declared stream's marker, claimed then filled as its sink does
+    cconn.execute("INSERT INTO slidewin.ingest_batches (query_id, batch_id) "
+                  "VALUES ('q/stream-sensors/1', 0)")
+    cconn.execute("UPDATE slidewin.ingest_batches SET rows_in = 5, accepted = 4, rejected = 1 "
+                  "WHERE query_id = 'q/stream-sensors/1'")
+    with pytest.raises(psycopg.errors.RaiseException), cconn.transaction():
+        cconn.execute("INSERT INTO slidewin.ingest_batches (query_id, batch_id, accepted) "
+                      "VALUES ('q/text/1', 7, 100)")
+        cconn.execute("DO $$ BEGIN RAISE EXCEPTION 'rolled back'; END $$")
+    assert _ingest(cconn) == {"events": (2, 3, 1, 1), "sensors": (1, 4, 0, 1)}
+    assert _ingest(cconn) == _batch_sums(cconn)
+
+
 def _dead(conn: psycopg.Connection) -> dict[tuple[str, str], int]:
     return {(c.labels["stream"], c.labels["reason"]): c.value
             for c in counters(conn, "dead_letters")}
@@ -136,3 +179,5 @@ def test_an_upgraded_store_starts_its_counters_from_what_it_holds(v1_store):
         assert held and {c.labels["reason"]: c.value for c in counters(conn, "dead_letters")
                          if c.labels["stream"] == "events"} == held
         assert sum(c.value for c in counters(conn, "job_runs")) == runs
+        batches = _batch_sums(conn)
+        assert batches and _ingest(conn) == batches  # from the batches it held, once

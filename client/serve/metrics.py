@@ -5,10 +5,10 @@ end in ``_total`` and never go down, labels name streams, reasons, kinds and def
 never a key of the data. Every figure is read from the store at scrape time, because the ingest,
 the jobs and the clients are other processes:
 
-- events accepted, duplicates, rejected and batches: summed from ``slidewin.ingest_batches``
-  (one row per committed batch, never trimmed);
-- dead letters by reason, retention deletes, job runs: ``slidewin.counters``, raised by the
-  writers in the same transactions (``db.counters``);
+- events accepted, duplicates, rejected and batches, dead letters by reason, retention deletes,
+  job runs: ``slidewin.counters``, raised by the writers in the same transactions
+  (``db.counters``; the batches' by a trigger on ``slidewin.ingest_batches``), so a scrape reads
+  a few rows whatever the number of batches;
 - session windows and joins: the totals their definitions keep (``slidewin.session_defs``,
   ``slidewin.joins``), raised by the triggers that maintain them;
 - freshness, lag, rows held: gauges from the stream state and the rollups.
@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
-from slidewin.client.answers.store import BATCH_STREAM_SQL, version
+from slidewin.client.answers.store import version
 from slidewin.db import streams
 from slidewin.db.counters import counters
 from slidewin.db.retention_settings import read_settings
@@ -73,15 +73,19 @@ def _epoch(t: datetime | None) -> float | None:
     return None if t is None else t.timestamp()
 
 
-INGEST_SQL = f"""
-SELECT {BATCH_STREAM_SQL} AS stream, count(*), coalesce(sum(accepted), 0),
-       coalesce(sum(duplicates), 0), coalesce(sum(rejected), 0)
-  FROM slidewin.ingest_batches GROUP BY 1 ORDER BY 1
-"""
-
 STATE_SQL = "SELECT stream, newest_ts, watermark, updated_at FROM slidewin.stream_state"
 
-BUILTIN_SQL = ("SELECT coalesce(sum(n), 0), min(sec), max(sec) FROM slidewin.rollups")
+# events held: the hourly rollups (exact at every commit, 1/3,600 of the seconds' rows); the
+# oldest and newest second from the per-second rollups' index
+BUILTIN_SQL = ("SELECT (SELECT coalesce(sum(n), 0) FROM slidewin.rollups_coarse "
+               "WHERE grain = 3600), (SELECT min(sec) FROM slidewin.rollups), "
+               "(SELECT max(sec) FROM slidewin.rollups)")
+# counters kept in the store -> the families they feed (the rest are read below)
+COUNTED = {"ingest_batches": "ingest_batches_total",
+           "ingest_events_accepted": "ingest_events_accepted_total",
+           "ingest_events_duplicate": "ingest_events_duplicate_total",
+           "ingest_records_rejected": "ingest_records_rejected_total",
+           "dead_letters": "dead_letters_total", "job_runs": "job_runs_total"}
 
 SESSIONS_SQL = """
 SELECT s.name, s.open, s.merges, s.late, s.created
@@ -100,17 +104,10 @@ def gather(conn: psycopg.Connection, now: datetime | None = None) -> list[Family
     conn.execute("SET jit = off")  # small catalog and rollup reads; JIT only costs here
     c = {name: Family(f"slidewin_{name}", kind, text) for name, kind, text in FAMILIES}
 
-    for stream, batches, accepted, duplicates, rejected in conn.execute(INGEST_SQL):
-        c["ingest_batches_total"].add(batches, stream=stream)
-        c["ingest_events_accepted_total"].add(accepted, stream=stream)
-        c["ingest_events_duplicate_total"].add(duplicates, stream=stream)
-        c["ingest_records_rejected_total"].add(rejected, stream=stream)
     for counter in counters(conn):
-        labels = {k: str(v) for k, v in counter.labels.items()}
-        if counter.name == "dead_letters":
-            c["dead_letters_total"].add(counter.value, **labels)
-        elif counter.name == "job_runs":
-            c["job_runs_total"].add(counter.value, **labels)
+        if counter.name in COUNTED:
+            labels = {k: str(v) for k, v in counter.labels.items()}
+            c[COUNTED[counter.name]].add(counter.value, **labels)
     deleted: dict[str, int] = {}
     for counter in counters(conn, "retention_deleted"):  # a row per partition: summed
         stream = str(counter.labels.get("stream"))
