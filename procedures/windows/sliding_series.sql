@@ -4,17 +4,21 @@
 -- and flags, in one pass over the seconds: the work grows with the seconds read, never with
 -- seconds x size.
 --
--- Every window has the same length L = size + 1 s. Time is cut into blocks of length L aligned
--- to the epoch, so the window ending with t is the tail of one block (from t - size) and the
--- head of the next (through t) -- van Herk / Gil-Werman: a running max of each block forwards
--- gives the head's at t, backwards the tail's at the window's first second, which the frame
--- [t - size, t] finds as its first row; count and sum move with the frame, each second added
--- once and taken away once (exact: integers and numeric). Three sorts of the seconds read.
+-- Every window has the same length L = size + 1 s, and count and sum move with the frame
+-- [t - size, t], each second added once and taken away once (exact: integers and numeric).
+-- Min and max: for windows of up to a minute (L <= 60), the frame's own min/max, which
+-- PostgreSQL recomputes over the frame's at most L seconds as it moves -- cheaper than two more
+-- sorts at that length. Longer windows: time is cut into blocks of length L aligned to the
+-- epoch, so the window ending with t is the tail of one block (from t - size) and the head of
+-- the next (through t) -- van Herk / Gil-Werman: a running max of each block forwards gives the
+-- head's at t, backwards the tail's at the window's first second, which the frame finds as its
+-- first row. Three sorts of the seconds read.
 --
--- Read: the seconds of [p_from - size, p_to), except that when the range is shorter than the
--- size the stretch [p_to - size, p_from) -- inside every window -- comes whole from the
--- coarsest buckets that fit (slidewin.rollup_pieces), not second by second. With p_key, that
--- key's events per second (slidewin.key_buckets).
+-- Read: the seconds of [p_from - size, p_to) from slidewin.rollups_seconds (one row per second
+-- over every partition), except that when the range is shorter than the size the stretch
+-- [p_to - size, p_from) -- inside every window -- comes whole from the coarsest buckets that fit
+-- (slidewin.rollup_pieces), not second by second. With p_key, that key's events per second
+-- (slidewin.key_buckets).
 CREATE OR REPLACE FUNCTION slidewin.sliding_series(
     p_key text, p_size interval, p_from timestamptz, p_to timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, total numeric,
@@ -30,6 +34,7 @@ DECLARE
     v_span interval := make_interval(secs => v_size);
     v_len  integer := v_size + 1;
     v_gap  boolean;
+    v_short boolean := v_len <= 60;  -- min and max straight from the frame
     v_cuts timestamptz[];
     v_done timestamptz := slidewin.complete_up_to();
     v_cut  timestamptz := slidewin.retired_through();
@@ -45,13 +50,33 @@ BEGIN
         format('sliding windows of %ss', v_size), v_len, 1,
         ceil(extract(epoch FROM p_to - p_from))::bigint,
         CASE WHEN p_key IS NULL THEN ARRAY[1] || slidewin.rollup_grains() ELSE ARRAY[1] END);
-    v_gap := p_key IS NULL AND p_to - v_span < p_from;
+    v_gap := p_key IS NULL AND p_to - v_span < p_from AND NOT v_short;
     IF v_gap THEN  -- the stretch inside every window, cut only at block boundaries
         v_cuts := ARRAY[p_to - v_span, p_from]
                   || ARRAY(SELECT generate_series(
                                slidewin.grain_floor(p_to - v_span, v_len)
                                + make_interval(secs => v_len),
                                p_from, make_interval(secs => v_len)));
+    END IF;
+    IF v_short THEN
+        RETURN QUERY
+        SELECT x.sec - v_span, x.sec, x.n::bigint, x.total, x.vmin, x.vmax,
+               (x.total / x.n)::double precision,
+               coalesce(x.sec + interval '1 second' <= v_done, false),
+               coalesce(x.sec - v_span <= v_cut, false)
+          FROM (SELECT s.sec, sum(s.n) OVER f AS n, sum(s.total) OVER f AS total,
+                       min(s.vmin) OVER f AS vmin, max(s.vmax) OVER f AS vmax
+                  FROM (SELECT r.sec, r.n, r.total, r.vmin, r.vmax
+                          FROM slidewin.rollups_seconds r
+                         WHERE p_key IS NULL AND r.sec >= p_from - v_span AND r.sec < p_to
+                        UNION ALL
+                        SELECT k.bucket, k.n, k.total, k.vmin, k.vmax
+                          FROM slidewin.key_buckets(p_key, 1, p_from - v_span, p_to) AS k
+                         WHERE p_key IS NOT NULL) AS s
+                WINDOW f AS (ORDER BY s.sec RANGE BETWEEN v_span PRECEDING AND CURRENT ROW)) AS x
+         WHERE x.sec >= p_from
+         ORDER BY x.sec;
+        RETURN;
     END IF;
     RETURN QUERY
     SELECT w.sec - v_span, w.sec, w.n::bigint, w.total,
@@ -67,14 +92,12 @@ BEGIN
                       FROM (SELECT b.*, min(b.vmin) OVER head AS hmin, max(b.vmax) OVER head AS hmax
                               FROM (SELECT s.sec, s.n, s.total, s.vmin, s.vmax,
                                            floor(date_part('epoch', s.sec) / v_len)::bigint AS blk
-                                      FROM (SELECT r.sec, sum(r.n) AS n, sum(r.total) AS total,
-                                                   min(r.vmin) AS vmin, max(r.vmax) AS vmax
-                                              FROM slidewin.rollups r
+                                      FROM (SELECT r.sec, r.n, r.total, r.vmin, r.vmax
+                                              FROM slidewin.rollups_seconds r
                                              WHERE p_key IS NULL AND r.sec >= p_from - v_span
                                                AND r.sec < p_to
                                                AND (NOT v_gap OR r.sec < p_to - v_span
                                                     OR r.sec >= p_from)
-                                             GROUP BY r.sec
                                             UNION ALL
                                             SELECT p.bucket, p.n, p.total, p.vmin, p.vmax
                                               FROM slidewin.rollup_pieces(v_cuts) AS p
