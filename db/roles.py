@@ -147,10 +147,14 @@ def _member(conn: psycopg.Connection, name: str, group: str) -> bool:
 def can_become(conn: psycopg.Connection, role: str) -> str | None:
     """None when this session may ``SET ROLE`` to ``role``, else why not (in words)."""
     row = conn.execute(
-        "SELECT to_regrole(%s) IS NOT NULL, pg_has_role(session_user, to_regrole(%s), 'MEMBER')",
-        (role, role)).fetchone()
+        "SELECT to_regrole(%(r)s) IS NOT NULL, "
+        "       pg_has_role(session_user, to_regrole(%(r)s), 'MEMBER'), "
+        "       has_schema_privilege(to_regrole(%(r)s), 'slidewin', 'USAGE')",
+        {"r": role}).fetchone()
     if not row or not row[0]:
         return f"role {role} does not exist here (run `slidewin db roles`)"
+    if not row[2]:
+        return f"role {role} has no grants in this database (run `slidewin db roles` on it)"
     if not row[1]:
         return (f"the connecting user is not a member of {role} (GRANT {role} TO <user>, or "
                 "`slidewin db roles --login NAME --as reader`)")
@@ -177,3 +181,21 @@ def _privilege_errors() -> Iterator[None]:
         raise RoleError(
             f"{exc.diag.message_primary}; run `slidewin db roles` as a superuser, or as a user "
             "with CREATEROLE that owns the slidewin schema") from None
+
+
+def reader_dsn(conn: psycopg.Connection, dsn: str, role: str | None,
+               prefix: str = DEFAULT_PREFIX) -> tuple[str, str | None]:
+    """``dsn`` made to connect as the reader, and a warning when it cannot be.
+
+    ``role`` given: that role or RoleError (a server asked to drop privileges must not start
+    without). Not given: ``<prefix>_reader`` when this session may become it, else ``dsn`` as
+    it is and a warning that says the fix."""
+    wanted = role or role_name("reader", prefix)
+    why = can_become(conn, wanted)
+    if why is None:
+        return with_role(dsn, wanted), None
+    if role is not None:
+        raise RoleError(f"--role {role}: {why}")
+    user = conn.execute("SELECT session_user").fetchone()
+    return dsn, (f"serving as {user[0] if user else 'the connecting user'}, not as a reader: "
+                 f"{why}; requests still run in read-only transactions")
