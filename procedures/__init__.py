@@ -79,6 +79,7 @@ BASELINE: tuple[str, ...] = (
 # order to apply them (after BASELINE). Every file there is idempotent too.
 AREAS: tuple[str, ...] = (
     "ingest", "jobs", "client", "windows", "sessions", "keys", "streams", "joins", "metrics",
+    "roles",
 )
 
 

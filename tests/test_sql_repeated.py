@@ -99,6 +99,14 @@ CALLS: dict[str, tuple[str, object, bool]] = {
         "SELECT slidewin.record_job_run('j', 'retention', %s, %s, 1, '{}', true, false) > 0",
         (at(0), at(1)), False),
     "refresh_minute_history": ("SELECT slidewin.refresh_minute_history()", (), False),
+    # roles: a bad prefix and a set that does not exist are refused; with no set made here,
+    # regrant has nothing to do (tests/test_roles.py makes a set and checks what it grants)
+    "create_roles": ("SELECT * FROM slidewin.create_roles(%s)", ("Not-A-Prefix",), None),
+    "grant_roles": ("SELECT slidewin.grant_roles(%s)", ("no_such_set",), None),
+    "regrant_roles": ("SELECT slidewin.regrant_roles()", (), False),
+    "role_grants": ("SELECT * FROM slidewin.role_grants(%s)", ("no_such_set",), False),
+    "role_objects": ("SELECT slidewin.role_objects(ARRAY['events', 'rollups'])::text "
+                     "ORDER BY 1", (), False),
     "retention_targets": ("SELECT * FROM slidewin.retention_targets(%s, %s)",
                           (1000, "global"), False),
     "retired_through": ("SELECT slidewin.retired_through()", (), False),

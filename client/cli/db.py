@@ -28,6 +28,7 @@ def db() -> None:
       slidewin db status --json
       slidewin db start && psql "$(slidewin db url)"
       slidewin db reset --yes
+      slidewin db roles --login web --as reader
     """
 
 
@@ -58,6 +59,72 @@ def db_init(app: AppContext, partitions: int | None) -> None:
         + (f", applied {', '.join(report.applied_migrations)}" if report.applied_migrations else "")
         + (f"; stored jobs {', '.join(renamed)} now name slidewin.jobs" if renamed else "")
     )
+
+
+@db.command("roles")
+@click.option("--prefix", default="slidewin", show_default=True,
+              help="Name the roles <prefix>_owner, _ingest, _jobs and _reader.")
+@click.option("--login", "login", default=None, metavar="NAME",
+              help="Also create (or update) LOGIN role NAME, a member of the --as group.")
+@click.option("--as", "group", type=click.Choice(["reader", "ingest", "jobs", "owner"]),
+              default="reader", show_default=True, help="The group --login joins.")
+@click.option("--password-env", default="SLIDEWIN_LOGIN_PASSWORD", show_default=True,
+              metavar="VAR",
+              help="The environment variable holding --login's password; unset: asked for "
+                   "on the terminal (never echoed).")
+@click.option("--no-password", is_flag=True,
+              help="--login gets no password (peer or certificate authentication), or keeps "
+                   "the one it has.")
+@json_option("One JSON object on stdout: each role, its memberships and grants.")
+@pass_app
+def db_roles(app: AppContext, prefix: str, login: str | None, group: str, password_env: str,
+             no_password: bool, as_json: bool) -> None:
+    """Create the least-privilege roles (idempotent): NOLOGIN groups <prefix>_owner (owns the
+    schema; runs db init), <prefix>_ingest (writes batches), <prefix>_jobs (the nibbles and
+    retention jobs) and <prefix>_reader (SELECT and read-only functions: query, windows,
+    serve). EXECUTE on every slidewin function is revoked from PUBLIC. Needs a superuser or
+    CREATEROLE; the SQL is SELECT * FROM slidewin.create_roles('slidewin'). See docs/roles.md.
+
+    \b
+    Examples:
+      slidewin db roles --json
+      SLIDEWIN_LOGIN_PASSWORD=... slidewin db roles --login web --as reader
+      slidewin db roles --login loader --as ingest   # asks for the password
+    """
+    from slidewin.db.roles import create_login, create_roles
+
+    password = None if login is None or no_password else _login_password(password_env)
+    with app.connect() as conn:
+        report = create_roles(conn, prefix)
+        if login is not None:
+            report = replace(report, login=create_login(conn, login, group, password, prefix))
+    if as_json:
+        emit_json(report.as_json())
+        return
+    for role in report.roles:
+        state = "created" if role.created else "exists"
+        member = f", member of {', '.join(role.member_of)}" if role.member_of else ""
+        click.echo(f"{role.name}: {state}{member}, {len(role.grants)} grants")
+    if report.login is not None:
+        click.echo(f"{report.login['role']}: login, member of {report.login['member_of']}, "
+                   f"password {report.login['password']}")
+
+
+def _login_password(variable: str) -> str:
+    """The login's password: from ``variable``, else asked twice on a terminal, never echoed
+    and never on a command line."""
+    import os
+    import sys
+
+    from slidewin.db.errors import ConfigError
+
+    if os.environ.get(variable):
+        return os.environ[variable]
+    if not sys.stdin.isatty():
+        raise ConfigError(f"--login needs a password: set {variable} (or --password-env VAR), "
+                          "run on a terminal to be asked, or pass --no-password")
+    return str(click.prompt("password for the login role", hide_input=True,
+                            confirmation_prompt=True, err=True))
 
 
 @db.command("status")

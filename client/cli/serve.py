@@ -23,14 +23,19 @@ from slidewin.db.schema import require_schema
               show_default=True,
               help="A dashboard view is read again at most this often, however often the "
                    "store signals a change (bare numbers are ms).")
+@click.option("--role", default=None, metavar="ROLE",
+              help="Connect as ROLE (SET ROLE on every connection); refuse to start if the "
+                   "user cannot. Default: slidewin_reader when `slidewin db roles` made it and "
+                   "the user is a member, else the user itself, with a warning.")
 @click.option("--pool", "pool_size", type=click.IntRange(1, 64), default=8, show_default=True,
               help="Database connections for requests (plus one that listens for changes).")
 @pass_app
 def serve_command(app: AppContext, host: str, port: int, update_every: timedelta,
-                  pool_size: int) -> None:
+                  pool_size: int, role: str | None) -> None:
     """Serve a live view of the store: a dashboard at /, the JSON API under /api/v1 (its
-    OpenAPI document at /api/v1/openapi.json) and Prometheus metrics at /metrics. Read-only;
-    the page needs no internet. Runs until Ctrl-C or SIGTERM.
+    OpenAPI document at /api/v1/openapi.json) and Prometheus metrics at /metrics. Read-only:
+    every connection is the reader role (see --role) and runs read-only transactions; the
+    page needs no internet. Runs until Ctrl-C or SIGTERM.
 
     Each API route returns what the matching command's --json prints (integers beyond 2**53
     as strings); live updates come as server-sent events from /api/v1/live, driven by the
@@ -40,12 +45,17 @@ def serve_command(app: AppContext, host: str, port: int, update_every: timedelta
     Examples:
       slidewin serve                          # http://127.0.0.1:8000/
       slidewin serve --host 0.0.0.0 --port 8080
+      slidewin serve --role slidewin_reader  # refuse to start unless it can be the reader
       curl -s localhost:8000/api/v1/query/avg?seconds=30
       curl -s localhost:8000/metrics | grep slidewin_ingest
     """
-    dsn = app.dsn
+    from slidewin.db.roles import reader_dsn
+
     with app.connect() as conn:  # fail now, with the fix, not on the first request
         require_schema(conn)
+        dsn, warning = reader_dsn(conn, app.dsn, role)
+    if warning is not None:  # stderr, whatever -q says: not progress
+        click.echo(f"warning: {warning}", err=True)
     from slidewin.client.serve.server import serve
 
     def ready(url: str) -> None:

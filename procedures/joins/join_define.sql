@@ -151,6 +151,7 @@ BEGIN
         PERFORM slidewin.join_backfill(p_name, p_now);
     END IF;
     SELECT * INTO v_row FROM slidewin.joins WHERE name = p_name;
+    PERFORM slidewin.regrant_roles();  -- the new tables get each role set's grants
     RETURN v_row;
 END
 $$;

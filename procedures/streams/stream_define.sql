@@ -133,6 +133,7 @@ BEGIN
                    'FOR EACH STATEMENT EXECUTE FUNCTION slidewin.stream_rollups_on_truncate(%L)',
                    p_name, p_name);
     SELECT * INTO v_row FROM slidewin.streams WHERE name = p_name;
+    PERFORM slidewin.regrant_roles();  -- the new tables get each role set's grants
     RETURN v_row;
 END
 $$;
