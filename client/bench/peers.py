@@ -255,6 +255,8 @@ def _peer(spark: SparkSession, admin: str, work: Path, land: str, opts: PeersOpt
     with scratch_database(admin, keep=keep,
                           progress=progress if keep else lambda _m: None) as target:
         took = plain_spark_ingest(spark, work / land, work / f"{land}-checkpoint", target, opts)
+        if not keep:  # Spark leaves the files it read: room for the next run's copy
+            shutil.rmtree(work / land, ignore_errors=True)
         with psycopg.connect(target, autocommit=True) as conn:
             return _Run(took, peer_seconds(conn), count_rows(conn, sql.Identifier(RAW)),
                         count_rows(conn, sql.Identifier(BATCHES)))

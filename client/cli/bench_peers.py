@@ -28,7 +28,7 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES
               help="Spark master URL, for both.")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the generated files go (a new folder inside; default: the temp "
-              "directory). They need about 4 copies of the data per run.")
+              "directory). It needs room for about twice the generated files.")
 @keep_option()
 @json_option()
 @pass_app
