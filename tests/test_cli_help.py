@@ -108,7 +108,7 @@ def test_unreachable_database_is_explained_before_anything_starts(tmp_path):
     assert not (tmp_path / "landing").exists()
 
 
-@pytest.mark.parametrize("bench", ["queries", "ingest", "retention", "client", "joins"])
+@pytest.mark.parametrize("bench", ["queries", "ingest", "retention", "client", "joins", "peers"])
 def test_benchmarks_explain_an_unreachable_database_before_they_start(bench, tmp_path):
     result = _run(["--data-dir", str(tmp_path), "bench", bench])
     assert result.exit_code == 1, result.output

@@ -386,6 +386,15 @@ def write_landing(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
         os.utime(path, (base + i, base + i))
 
 
+def copy_landing(source: Path, target: Path, files: int | None = None) -> Path:
+    """A copy of a generated landing folder for one run (the ingest deletes what it read),
+    mtimes kept (the order Spark lists them in); ``files``: the first few only (a warm-up)."""
+    target.mkdir(parents=True)
+    for path in sorted(source.iterdir())[:files]:
+        shutil.copy2(path, target / path.name)
+    return target
+
+
 def _measure_stream(spark, dsn, work, opts, report, progress) -> None:
     with scratch_database(dsn, partitions=opts.partitions) as store:
         config = ingest_config(work, "e2e", opts, once=True)

@@ -68,6 +68,7 @@ from psycopg import sql
 
 from slidewin.client.bench.ingest import (
     BenchOptions,
+    copy_landing,
     end_to_end,
     ingest_config,
     write_file,
@@ -514,10 +515,7 @@ def _landing_copy(work: Path, name: str, files: int | None = None) -> str:
     """A copy of the generated landing folders (the ingest deletes what it read), mtimes kept;
     ``files``: the first few files of each stream only."""
     for stream in (LEFT, RIGHT):
-        target = work / name / stream
-        target.mkdir(parents=True)
-        for path in sorted((work / "landing" / stream).iterdir())[:files]:
-            shutil.copy2(path, target / path.name)
+        copy_landing(work / "landing" / stream, work / name / stream, files)
     return name
 
 

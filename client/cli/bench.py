@@ -14,6 +14,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "COPY limit, end-to-end ingest, freshness and driver memory."),
     "joins": ("slidewin.client.cli.bench_joins:bench_joins",
               "Two streams ingested with and without a join; its exactness."),
+    "peers": ("slidewin.client.cli.bench_peers:bench_peers",
+              "The ingest against the same job written by hand in plain Spark."),
     "queries": ("slidewin.client.cli.bench_queries:bench_queries",
                 "Window queries, max, nibbles and COPY against raw scans."),
     "retention": ("slidewin.client.cli.bench_retention:bench_retention",
@@ -41,4 +43,5 @@ def bench() -> None:
       slidewin bench windows --json
       slidewin bench sessions --json
       slidewin bench joins --json
+      slidewin bench peers --json
     """
