@@ -4,15 +4,14 @@
 -- and flags, in one pass over the seconds: the work grows with the seconds read, never with
 -- seconds x size.
 --
--- Every window has the same length L = size + 1 s, and count and sum move with the frame
--- [t - size, t], each second added once and taken away once (exact: integers and numeric).
--- Min and max: for windows of up to a minute (L <= 60), the frame's own min/max, which
--- PostgreSQL recomputes over the frame's at most L seconds as it moves -- cheaper than two more
--- sorts at that length. Longer windows: time is cut into blocks of length L aligned to the
--- epoch, so the window ending with t is the tail of one block (from t - size) and the head of
--- the next (through t) -- van Herk / Gil-Werman: a running max of each block forwards gives the
--- head's at t, backwards the tail's at the window's first second, which the frame finds as its
--- first row. Three sorts of the seconds read.
+-- Every window has the same length L = size + 1 s. Time is cut into blocks of length L aligned
+-- to the epoch, so the window ending with t is the tail of one block (from t - size) and the
+-- head of the next (through t) -- van Herk / Gil-Werman: a running max of each block forwards
+-- gives the head's at t, backwards the tail's at the window's first second, which the frame
+-- [t - size, t] finds as its first row; count and sum move with the frame, each second added
+-- once and taken away once (exact: integers and numeric). Three sorts of the seconds read.
+-- (The frame's own min/max, recomputed over the frame as it moves, measured slower already at
+-- a 30 s size.)
 --
 -- Read: the seconds of [p_from - size, p_to) from slidewin.rollups_seconds (one row per second
 -- over every partition), except that when the range is shorter than the size the stretch
@@ -34,7 +33,6 @@ DECLARE
     v_span interval := make_interval(secs => v_size);
     v_len  integer := v_size + 1;
     v_gap  boolean;
-    v_short boolean := v_len <= 60;  -- min and max straight from the frame
     v_cuts timestamptz[];
     v_done timestamptz := slidewin.complete_up_to();
     v_cut  timestamptz := slidewin.retired_through();
@@ -50,33 +48,13 @@ BEGIN
         format('sliding windows of %ss', v_size), v_len, 1,
         ceil(extract(epoch FROM p_to - p_from))::bigint,
         CASE WHEN p_key IS NULL THEN ARRAY[1] || slidewin.rollup_grains() ELSE ARRAY[1] END);
-    v_gap := p_key IS NULL AND p_to - v_span < p_from AND NOT v_short;
+    v_gap := p_key IS NULL AND p_to - v_span < p_from;
     IF v_gap THEN  -- the stretch inside every window, cut only at block boundaries
         v_cuts := ARRAY[p_to - v_span, p_from]
                   || ARRAY(SELECT generate_series(
                                slidewin.grain_floor(p_to - v_span, v_len)
                                + make_interval(secs => v_len),
                                p_from, make_interval(secs => v_len)));
-    END IF;
-    IF v_short THEN
-        RETURN QUERY
-        SELECT x.sec - v_span, x.sec, x.n::bigint, x.total, x.vmin, x.vmax,
-               (x.total / x.n)::double precision,
-               coalesce(x.sec + interval '1 second' <= v_done, false),
-               coalesce(x.sec - v_span <= v_cut, false)
-          FROM (SELECT s.sec, sum(s.n) OVER f AS n, sum(s.total) OVER f AS total,
-                       min(s.vmin) OVER f AS vmin, max(s.vmax) OVER f AS vmax
-                  FROM (SELECT r.sec, r.n, r.total, r.vmin, r.vmax
-                          FROM slidewin.rollups_seconds r
-                         WHERE p_key IS NULL AND r.sec >= p_from - v_span AND r.sec < p_to
-                        UNION ALL
-                        SELECT k.bucket, k.n, k.total, k.vmin, k.vmax
-                          FROM slidewin.key_buckets(p_key, 1, p_from - v_span, p_to) AS k
-                         WHERE p_key IS NOT NULL) AS s
-                WINDOW f AS (ORDER BY s.sec RANGE BETWEEN v_span PRECEDING AND CURRENT ROW)) AS x
-         WHERE x.sec >= p_from
-         ORDER BY x.sec;
-        RETURN;
     END IF;
     RETURN QUERY
     SELECT w.sec - v_span, w.sec, w.n::bigint, w.total,
