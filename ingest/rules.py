@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 # A validation rule: (condition, reason code, detail text); the first rule that holds wins.
 Rule = tuple[Column, "str | Column", Column]
 # One step of a plan: a select or a filter whose Columns are built once, because building a
-# Column costs a py4j round trip (see the README's "Why the code is shaped so").
+# Column costs a py4j round trip (see docs/architecture.md, "Why the code is shaped so").
 Step = Callable[[DataFrame], DataFrame]
 _RULE = "_slidewin_rule"  # the staged index of the rule that holds (input columns may be named so)
 
