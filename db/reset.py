@@ -25,9 +25,8 @@ import psycopg
 from psycopg import sql
 
 DATA_TABLES = (
-    "events", "rollups", "rollups_coarse", "rollups_seconds", "dead_letters", "ingest_batches",
-    "stream_state", "retention_state", "session_store", "session_tombstones", "job_runs",
-    "counters",
+    "events", "rollups", "rollups_coarse", "dead_letters", "ingest_batches", "stream_state",
+    "retention_state", "session_store", "session_tombstones", "job_runs", "counters",
 )
 KEPT_TABLES = ("config", "schema_version", "retention_settings", "session_defs",
                "apscheduler_jobs")

@@ -69,10 +69,15 @@ def test_demo_runs_everything_and_leaves_nothing_behind(make_store, tmp_path):
     # reports, the max tracker and the summary's text are on stderr
     context = f"stdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
     assert err.count("Report:") >= 3, context
-    assert "The initial maximum value for the dataset has been set to" in err, context
     assert "Final summary" in err and "Rows retained" in err
     assert len(out.strip().splitlines()) == 1, context
     summary = json.loads(out)
+    # the max tracker reads the last HISTORY_S seconds of wall-clock time: it has a value to
+    # print once events arrive fresher than that (on a machine whose Spark is slow to warm up,
+    # the 20 s run can end before they do; the summary's freshness says which it was)
+    fresh_ms = summary["freshness"]["p50_ms"]
+    if fresh_ms is not None and fresh_ms < HISTORY_S * 1000:
+        assert "The initial maximum value for the dataset has been set to" in err, context
     assert summary["written"] > 10 * RATE and summary["failures"] == 0, summary
     assert summary["ingested"] > 0 and summary["freshness"]["events"] > 0, context
 

@@ -316,8 +316,8 @@ def test_the_wheel_ships_the_page_and_its_chart_library(tmp_path):
     from tests.test_wheel import _build_wheel
 
     names = set(zipfile.ZipFile(_build_wheel(tmp_path)).namelist())
-    static = "client/serve/static/"
+    static = "slidewin/client/serve/static/"
     for name in ("index.html", "app.js", "style.css", "vendor/uplot/uPlot.iife.min.js",
                  "vendor/uplot/uPlot.min.css", "vendor/uplot/LICENSE"):
         assert static + name in names, name
-    assert "procedures/metrics/counters.sql" in names
+    assert "slidewin/procedures/metrics/counters.sql" in names

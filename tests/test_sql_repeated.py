@@ -33,11 +33,6 @@ ROWS = ("ARRAY[%s]::timestamptz[], ARRAY[0]::smallint[], ARRAY[1]::bigint[], "
         "ARRAY[5]::numeric[], ARRAY[5]::bigint[], ARRAY[5]::bigint[]")
 PAIR = (f"WITH a AS (SELECT slidewin.rollups_{{grain}}add({ROWS})) "
         f"SELECT slidewin.rollups_{{grain}}subtract({ROWS}) FROM a")
-SECONDS_ROWS = ("ARRAY[%s]::timestamptz[], ARRAY[1]::bigint[], ARRAY[5]::numeric[], "
-                "ARRAY[5]::bigint[], ARRAY[5]::bigint[]")
-SECONDS_PAIR = (f"WITH a AS (SELECT slidewin.rollups_seconds_add({SECONDS_ROWS})) "
-                f"SELECT slidewin.rollups_seconds_subtract({SECONDS_ROWS}) FROM a")
-
 # function -> (SQL with %s placeholders, params as a function of the call number i, whether the
 # answer may change from call to call -- writers, and readers of what the writers change)
 CALLS: dict[str, tuple[str, object, bool]] = {
@@ -121,8 +116,6 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "rollups_subtract": (PAIR.format(grain=""), (at(501), at(501)), False),
     "rollups_coarse_add": (PAIR.format(grain="coarse_"), (at(600), at(600)), False),
     "rollups_coarse_subtract": (PAIR.format(grain="coarse_"), (at(601), at(601)), False),
-    "rollups_seconds_add": (SECONDS_PAIR, (at(700), at(700)), False),
-    "rollups_seconds_subtract": (SECONDS_PAIR, (at(701), at(701)), False),
     "session_begin": ("SELECT (slidewin.session_begin(id)).name FROM slidewin.session_defs "
                       "WHERE name = %s", ("visits",), False),
     "session_changes": ("SELECT * FROM slidewin.session_changes(%s, %s)", ("visits", 0), False),

@@ -23,7 +23,6 @@ BEGIN
            vmin = least(r.vmin, excluded.vmin),
            vmax = greatest(r.vmax, excluded.vmax);
     PERFORM slidewin.rollups_coarse_add(p_sec, p_part, p_n, p_total, p_vmin, p_vmax);
-    PERFORM slidewin.rollups_seconds_add(p_sec, p_n, p_total, p_vmin, p_vmax);
     PERFORM pg_notify('slidewin_rollups', 'insert');
 END
 $$;

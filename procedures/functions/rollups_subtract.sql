@@ -59,7 +59,6 @@ BEGIN
          WHERE r.sec = z.sec AND r.part = z.part;
     END IF;
     PERFORM slidewin.rollups_coarse_subtract(p_sec, p_part, p_n, p_total, p_vmin, p_vmax);
-    PERFORM slidewin.rollups_seconds_subtract(p_sec, p_n, p_total, p_vmin, p_vmax);
     IF v_zero_sec IS NOT NULL OR v_fix_sec IS NOT NULL THEN
         PERFORM pg_notify('slidewin_rollups', 'delete');
     END IF;

@@ -101,8 +101,8 @@ BEGIN
                                                'stream_state', 'counters']),
                    v_ingest, 'INSERT, UPDATE'
             UNION ALL
-            SELECT slidewin.role_objects(ARRAY['rollups', 'rollups_coarse', 'rollups_seconds',
-                                               'session_store', 'session_tombstones']),
+            SELECT slidewin.role_objects(ARRAY['rollups', 'rollups_coarse', 'session_store',
+                                               'session_tombstones']),
                    v_ingest, 'INSERT, UPDATE, DELETE'
             UNION ALL
             SELECT slidewin.role_objects(ARRAY['streams', 'joins', 'session_defs']),
@@ -113,8 +113,8 @@ BEGIN
             SELECT slidewin.role_objects(ARRAY['retention_state', 'counters']),
                    v_jobs, 'INSERT, UPDATE'
             UNION ALL
-            SELECT slidewin.role_objects(ARRAY['rollups', 'rollups_coarse', 'rollups_seconds',
-                                               'session_store', 'session_tombstones', 'job_runs',
+            SELECT slidewin.role_objects(ARRAY['rollups', 'rollups_coarse', 'session_store',
+                                               'session_tombstones', 'job_runs',
                                                'apscheduler_jobs']),
                    v_jobs, 'INSERT, UPDATE, DELETE'
             UNION ALL

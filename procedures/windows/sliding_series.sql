@@ -10,14 +10,11 @@
 -- gives the head's at t, backwards the tail's at the window's first second, which the frame
 -- [t - size, t] finds as its first row; count and sum move with the frame, each second added
 -- once and taken away once (exact: integers and numeric). Three sorts of the seconds read.
--- (The frame's own min/max, recomputed over the frame as it moves, measured slower already at
--- a 30 s size.)
 --
--- Read: the seconds of [p_from - size, p_to) from slidewin.rollups_seconds (one row per second
--- over every partition), except that when the range is shorter than the size the stretch
--- [p_to - size, p_from) -- inside every window -- comes whole from the coarsest buckets that fit
--- (slidewin.rollup_pieces), not second by second. With p_key, that key's events per second
--- (slidewin.key_buckets).
+-- Read: the seconds of [p_from - size, p_to), except that when the range is shorter than the
+-- size the stretch [p_to - size, p_from) -- inside every window -- comes whole from the
+-- coarsest buckets that fit (slidewin.rollup_pieces), not second by second. With p_key, that
+-- key's events per second (slidewin.key_buckets).
 CREATE OR REPLACE FUNCTION slidewin.sliding_series(
     p_key text, p_size interval, p_from timestamptz, p_to timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, total numeric,
@@ -70,12 +67,14 @@ BEGIN
                       FROM (SELECT b.*, min(b.vmin) OVER head AS hmin, max(b.vmax) OVER head AS hmax
                               FROM (SELECT s.sec, s.n, s.total, s.vmin, s.vmax,
                                            floor(date_part('epoch', s.sec) / v_len)::bigint AS blk
-                                      FROM (SELECT r.sec, r.n, r.total, r.vmin, r.vmax
-                                              FROM slidewin.rollups_seconds r
+                                      FROM (SELECT r.sec, sum(r.n) AS n, sum(r.total) AS total,
+                                                   min(r.vmin) AS vmin, max(r.vmax) AS vmax
+                                              FROM slidewin.rollups r
                                              WHERE p_key IS NULL AND r.sec >= p_from - v_span
                                                AND r.sec < p_to
                                                AND (NOT v_gap OR r.sec < p_to - v_span
                                                     OR r.sec >= p_from)
+                                             GROUP BY r.sec
                                             UNION ALL
                                             SELECT p.bucket, p.n, p.total, p.vmin, p.vmax
                                               FROM slidewin.rollup_pieces(v_cuts) AS p
