@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 from click.testing import CliRunner
 
-from client.cli import cli
+from slidewin.client.cli import cli
+from tests.test_cli_help import _walk
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "cli.md"
@@ -23,19 +23,6 @@ Every command's `--help`, generated from the commands themselves (`python -m
 tests.test_cli_reference` rewrites this file; `tests/test_cli_reference.py` fails when it is out
 of date). The same text is one `slidewin <command> --help` (or `-h`) away.
 """
-
-
-def _walk(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Every command path, in the order `--help` lists them (the root loads them lazily)."""
-    found = [path]
-    ctx = click.Context(group)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        if isinstance(command, click.Group):
-            found += _walk(command, (*path, name))
-        else:
-            found.append((*path, name))
-    return found
 
 
 def _help(path: tuple[str, ...]) -> str:
