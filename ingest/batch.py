@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -90,6 +91,33 @@ def dedup(good: pa.Table) -> pa.Table:
         ],
         schema=GOOD_SCHEMA,
     )
+
+
+def partials(good: pa.Table, pid: int) -> pa.Table:
+    """The rollups' partials (``parse.PARTIALS_COLUMNS``) of one pulled partition's good rows,
+    summed with Arrow on the driver: per (part, second) count, sum, min and max -- what the
+    statement triggers would add for the same rows, and what ``parse.partials`` has Spark
+    compute in a second job over the scan. Here the rows are already in the driver, so summing
+    them costs a vectorised pass instead of a second read of the files. ``total`` is
+    decimal(38,0): a second's sum of 64-bit values can overflow 64 bits."""
+    keyed = pa.table({
+        "part": good["part"],
+        "sec": pc.floor_temporal(good["ts"], unit="second"),
+        "val": good["val"],
+        "total": good["val"].cast(pa.decimal128(38, 0)),
+    })
+    grouped = keyed.group_by(["part", "sec"], use_threads=False).aggregate(
+        [("val", "count"), ("total", "sum"), ("val", "min"), ("val", "max")]
+    )
+    return pa.table({
+        "pid": pa.array(np.full(grouped.num_rows, pid, np.int32)),
+        "part": grouped["part"],
+        "sec": grouped["sec"],
+        "n": grouped["val_count"],
+        "total": grouped["total_sum"],
+        "vmin": grouped["val_min"],
+        "vmax": grouped["val_max"],
+    })
 
 
 def unreadable_file(name: str, path: str, error: str) -> pa.Table:

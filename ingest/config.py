@@ -29,7 +29,9 @@ from slidewin.db.retention_settings import DEFAULT_NAME, read_settings
 
 FORMATS = ("auto", "json", "csv", "parquet")
 PROCESSED = ("archive", "delete", "keep")
-ROLLUPS = ("spark", "database")  # who sums the rollups of ingested rows
+# who sums the rollups of ingested rows: the driver from the partitions it pulled (Arrow), a
+# second Spark job over the scan, or PostgreSQL's statement triggers (``ingest.stream``)
+ROLLUPS = ("driver", "spark", "database")
 # the unit of a ts that is a number: by magnitude, or one for all (``ingest.eventtime``)
 EPOCH_UNITS = ("auto", "s", "ms", "us", "ns")
 DEFAULT_GRACE = timedelta(seconds=5)
@@ -69,7 +71,7 @@ class IngestConfig:
     spark_ui: bool = False
     query_id: str = "ingest"
     reconnect_timeout: timedelta = DEFAULT_TIMEOUT
-    rollups: str = "spark"
+    rollups: str = "driver"
     # how long archived files are kept (by modification time); None: the history, see module doc
     archive_for: timedelta | None = None
     epoch_unit: str = "auto"

@@ -43,6 +43,7 @@ from slidewin.ingest.sink import (
     PartialsMismatch,
     StreamState,
     insert_rows,
+    presummable,
     write_batch,
 )
 from slidewin.ingest.tidy import batch_files
@@ -174,10 +175,11 @@ class BatchHandler:
         partition (the sink writes partition k while Spark computes partition k+1); the
         in-batch dedup runs on Arrow (``ingest.batch``), and the sink's ON CONFLICT catches a
         key repeated across partitions. The batch is planned once (``ingest.pull``) from
-        Columns built once (the clock rules once per batch). Spark also computes the rollups'
-        partials of each partition (``parse.partials``: a second job over the same scan whose
-        shuffle carries only the partials), which the sink applies for the partitions it
-        COPYs whole.
+        Columns built once (the clock rules once per batch). The rollups' partials of each
+        partition the sink COPYs whole come, by ``--rollups``, from the driver (``driver``, the
+        default: ``batch.partials`` sums the pulled Arrow table, no second read of the files),
+        from Spark (``spark``: ``parse.partials``, a second job over the same scan whose
+        shuffle carries only the partials), or not at all (``database``: the triggers sum).
 
         If that fails -- a file Spark cannot read fails the whole job -- the sink's transaction
         rolls back and ``by_file`` computes the batch again from its files, a chunk of files per
@@ -204,9 +206,11 @@ class BatchHandler:
         if not by_file:
             plan = parse.apply(df, steps)
             by_spark = self.config.rollups == "spark"
+            by_driver = self.config.rollups == "driver"
             # beside the pull, not after it: a small batch's partials are ready as soon as its
             # rows (freshness), and a large one's cost the same either way
             summing = _start_partials(plan) if by_spark else None
+            summed: list[pa.Table] = []  # the driver's partials, partition by partition
             try:
                 for pid, table in indexed_partitions(plan):
                     # split here: this thread waits on Spark's helper thread anyway, and the
@@ -214,8 +218,12 @@ class BatchHandler:
                     rows = batch.split(table)
                     if batch.unclosed_quotes(rows):  # a CSV record spans lines: read by files
                         raise _PulledBatchFailed("a quoted CSV field holds a line break")
-                    yield replace(rows, pid=pid if by_spark else None)
+                    if by_driver and presummable(replace(rows, pid=pid)):
+                        summed.append(batch.partials(rows.good, pid))
+                    yield replace(rows, pid=pid if by_spark or by_driver else None)
                 partials = summing.result() if summing is not None else None
+                if by_driver:
+                    partials = pa.concat_tables(summed) if summed else None
             except (*SPARK_ERRORS, PullUnavailable) as exc:
                 raise _PulledBatchFailed(first_line(str(exc))) from exc
             finally:

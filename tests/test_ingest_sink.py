@@ -5,16 +5,18 @@ No Spark: the batches are Arrow tables built here."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slidewin.client.bench.ingest import arrow_partials
 from slidewin.db.events import partition_of
 from slidewin.db.schema import init_schema
-from slidewin.ingest.batch import GOOD_SCHEMA
+from slidewin.ingest.batch import GOOD_SCHEMA, partials
 from slidewin.ingest.sink import (
     PRECOMPUTED,
     BatchResult,
@@ -312,3 +314,44 @@ def test_the_batch_line_says_what_session_windows_took():
     assert "sessions 0.90s -- most of the batch: see `slidewin windows list`" in batch_line(
         "text", heavy, T0)
     assert "sessions" not in batch_line("text", replace(light, session_s=0.0), T0)
+
+
+# ---------------------------------------------------------------- the driver's partials
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 7),
+            st.integers(-(2**63), 2**63 - 1),
+            # microseconds around the epoch and a few seconds either side: floors of negative
+            # times, exact second boundaries
+            st.integers(-5_000_001, 5_000_001),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(0, 40),
+)
+def test_the_drivers_partials_are_the_rows_sums_per_part_and_second(events, pid):
+    """``batch.partials`` (the default ``--rollups driver``) against sums in Python: count,
+    exact sum (beyond 64 bits), min and max per (part, second) -- seconds floored, before 1970
+    too -- every row tagged with its partition."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    good = pa.table({
+        "part": pa.array([p for p, _v, _us in events], pa.int16()),
+        "uuid": pa.array([f"u{i}" for i in range(len(events))]),
+        "val": pa.array([v for _p, v, _us in events], pa.int64()),
+        "ts": pa.array([epoch + timedelta(microseconds=us) for _p, _v, us in events],
+                       pa.timestamp("us", tz="UTC")),
+    })
+    groups: dict[tuple[int, datetime], list[int]] = {}
+    for p, v, us in events:
+        groups.setdefault((p, epoch + timedelta(seconds=us // 1_000_000)), []).append(v)
+    want = {k: (len(vs), sum(vs), min(vs), max(vs)) for k, vs in groups.items()}
+    got = partials(good, pid).to_pylist()
+    assert {r["pid"] for r in got} == {pid}
+    assert {(r["part"], r["sec"]): (r["n"], int(r["total"]), r["vmin"], r["vmax"]) for r in got} \
+        == want
+    assert len(got) == len(want)

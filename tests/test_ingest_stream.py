@@ -531,10 +531,12 @@ def test_a_file_spark_cannot_read_fails_the_pull(spark, tmp_path, one_file_per_p
         list(pulled)
 
 
+@pytest.mark.parametrize("rollups", ["driver", "spark"])
 def test_the_handler_pulls_a_batch_once_per_partition(
-    spark, store_dsn, iconn, tmp_path, monkeypatch, one_file_per_partition
+    spark, store_dsn, iconn, tmp_path, monkeypatch, one_file_per_partition, rollups
 ):
-    """A healthy batch goes through ingest.pull (one plan), not the file-by-file path."""
+    """A healthy batch goes through ingest.pull (one plan), not the file-by-file path; the
+    rollups' partials come from the driver (the default) or a second Spark job."""
     from slidewin.ingest import stream
 
     land = tmp_path / "landing"
@@ -556,12 +558,12 @@ def test_the_handler_pulls_a_batch_once_per_partition(
     monkeypatch.setattr(stream.BatchHandler, "_collect_files", spy_collect)
     results = []
     ingest_once(
-        spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=10,
+        spark, store_dsn, tmp_path, format="parquet", max_files_per_trigger=10, rollups=rollups,
         on_batch=lambda _stream, result: results.append(result),
     )
     assert pulled == [5, 50, 20, 35] and by_file == []
     assert len(stored_rows(iconn)) == 110
-    # no duplicate anywhere: every row's rollups came from Spark, not the triggers
+    # no duplicate anywhere: every row's rollups came from the partials, not the triggers
     assert [r.spark_rollups for r in results] == [110]
     assert_rollups_exact(iconn)
 

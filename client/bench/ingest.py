@@ -42,12 +42,12 @@ import numpy as np
 import psutil
 import psycopg
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from slidewin.client.bench.stats import median, percentile
 from slidewin.db.scratch import scratch_database
+from slidewin.ingest import batch
 from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER, IngestConfig
 from slidewin.ingest.runner import CLASS_CACHE_NOTE, Prepared, preflight, run
 from slidewin.ingest.sessions import definitions as session_definitions
@@ -72,7 +72,7 @@ class BenchOptions:
     rows_per_file: int = 200_000
     max_files_per_trigger: int = DEFAULT_MAX_FILES  # as `slidewin ingest --once`
     master: str = "local[*]"
-    rollups: str = "spark"
+    rollups: str = "driver"
     partitions: int = 8
     freshness_seconds: float = 30.0
     freshness_rate: int = 5_000
@@ -153,26 +153,9 @@ def _fixed(table: pa.Table) -> Partials:
 
 
 def arrow_partials(rows: pa.Table) -> pa.Table:
-    """``ingest.parse.partials`` of one partition (pid 0), computed with Arrow: what Spark
-    hands the sink, made without Spark for the database's limit."""
-    keyed = pa.table({
-        "part": rows["part"],
-        "sec": pc.floor_temporal(rows["ts"], unit="second"),
-        "val": rows["val"],
-        "total": rows["val"].cast(pa.decimal128(38, 0)),
-    })
-    grouped = keyed.group_by(["part", "sec"], use_threads=False).aggregate(
-        [("val", "count"), ("total", "sum"), ("val", "min"), ("val", "max")]
-    )
-    return pa.table({
-        "pid": pa.array([0] * grouped.num_rows, pa.int32()),
-        "part": grouped["part"],
-        "sec": grouped["sec"],
-        "n": grouped["val_count"],
-        "total": grouped["total_sum"],
-        "vmin": grouped["val_min"],
-        "vmax": grouped["val_max"],
-    })
+    """The driver's partials of one partition (pid 0): what the sink gets, made without Spark
+    for the database's limit."""
+    return batch.partials(rows, 0)
 
 
 # ---------------------------------------------------------------- (d) memory

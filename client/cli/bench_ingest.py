@@ -25,7 +25,7 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES, ROLLUPS
               help="Files per micro-batch in the end-to-end run (as `slidewin ingest`).")
 @click.option("--master", default="local[*]", show_default=True,
               help="Spark master URL, e.g. spark://127.0.0.1:7077 for a standalone cluster.")
-@click.option("--rollups", type=click.Choice(ROLLUPS), default="spark", show_default=True,
+@click.option("--rollups", type=click.Choice(ROLLUPS), default="driver", show_default=True,
               help="Who sums the rollups in the end-to-end and freshness runs (as "
               "`slidewin ingest --rollups`).")
 @click.option("--freshness-seconds", type=DurationType(minimum=timedelta(seconds=5)),

@@ -81,9 +81,10 @@ class ArchiveFor(DurationType):
 @click.option("--max-files-per-trigger", type=click.IntRange(1), default=DEFAULT_MAX_FILES,
               show_default=True, help="Cap on files per micro-batch (bounds memory).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@click.option("--rollups", type=click.Choice(ROLLUPS), default="spark", show_default=True,
-              help="Who sums the per-second rollups of ingested rows: Spark (partials in each "
-              "batch's plan, one upsert per batch) or the database's triggers.")
+@click.option("--rollups", type=click.Choice(ROLLUPS), default="driver", show_default=True,
+              help="Who sums the per-second rollups of ingested rows: driver (this process sums "
+              "each partition Spark hands it, one upsert per batch), spark (a second Spark job "
+              "over the batch's files) or database (PostgreSQL's statement triggers).")
 @click.option("--epoch-unit", type=click.Choice(EPOCH_UNITS), default="auto", show_default=True,
               help="Unit of a ts given as a number. auto: by magnitude -- below 1e11 seconds, "
               "below 1e14 ms, below 1e17 us, else ns (a fraction is allowed: 1767268800.25).")
