@@ -60,6 +60,10 @@ class IngestConfig:
     format: str = "auto"
     once: bool = False
     trigger: timedelta = DEFAULT_TRIGGER
+    # the declared streams' micro-batch interval (None: ``trigger``): a batch costs about 0.25 s
+    # of planning and Spark however few its records, so several slow streams polled every
+    # 250 ms take the cores the busy one needs
+    streams_trigger: timedelta | None = None
     grace: timedelta = DEFAULT_GRACE
     history: timedelta | None = None
     max_rows: int | None = None
@@ -109,6 +113,10 @@ class IngestConfig:
             raise ConfigError(f"--max-future {_fmt(self.max_future)} is negative; use e.g. 1m")
         if self.trigger <= timedelta(0):
             raise ConfigError(f"--trigger {_fmt(self.trigger)} must be positive, e.g. 1s")
+        if self.streams_trigger is not None and self.streams_trigger <= timedelta(0):
+            raise ConfigError(
+                f"--streams-trigger {_fmt(self.streams_trigger)} must be positive, e.g. 1s"
+            )
         if self.reconnect_timeout < timedelta(0):
             raise ConfigError(
                 f"--reconnect-timeout {_fmt(self.reconnect_timeout)} is negative; use e.g. 3m, "

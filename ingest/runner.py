@@ -256,6 +256,8 @@ def _wait_between_batches(q: StreamingQuery, timeout_s: float) -> None:
 
 def _started_line(config: IngestConfig, spark: SparkSession) -> str:
     mode = "once (availableNow)" if config.once else f"every {config.trigger.total_seconds():g}s"
+    if not config.once and config.streams_trigger is not None:
+        mode += f" (declared streams every {config.streams_trigger.total_seconds():g}s)"
     ui = f", UI {spark.sparkContext.uiWebUrl}" if config.spark_ui else ""
     return (
         f"ingest {config.query_id}: {', '.join(config.stream_names)} from {config.landing}, "

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import PurePosixPath
 
@@ -415,10 +415,12 @@ def start_stream(
     return query
 
 
-def triggered(writer: DataStreamWriter, config: IngestConfig) -> DataStreamWriter:
-    """The writer with the ingest's trigger: everything there now (--once), else --trigger."""
+def triggered(
+    writer: DataStreamWriter, config: IngestConfig, every: timedelta | None = None
+) -> DataStreamWriter:
+    """The writer with the ingest's trigger: everything there now (--once), else ``every``
+    (default --trigger)."""
     if config.once:
         return writer.trigger(availableNow=True)
-    return writer.trigger(
-        processingTime=f"{int(config.trigger.total_seconds() * 1000)} milliseconds"
-    )
+    interval = every or config.trigger
+    return writer.trigger(processingTime=f"{int(interval.total_seconds() * 1000)} milliseconds")

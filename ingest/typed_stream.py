@@ -175,7 +175,7 @@ def start_query(spark: SparkSession, config: IngestConfig, handler: StreamHandle
         .option("checkpointLocation",
                 str(config.checkpoint_for(checkpoint_name(handler.name))))
     )
-    query = triggered(writer, config).start()
+    query = triggered(writer, config, config.streams_trigger).start()
     handler.bind(query.id)
     return query
 

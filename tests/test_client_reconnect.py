@@ -142,6 +142,10 @@ def test_demo_passes_the_timeout_to_the_ingest_and_the_scheduler(tmp_path):
     config = ClientConfig(landing=tmp_path, reconnect_timeout=90)
     argv = ingest_launch("dbname=x", tmp_path, config, tmp_path, "1s").argv
     assert argv[argv.index("--reconnect-timeout") + 1] == "90s"
+    # the side streams' interval: --trigger unless the demo gives another
+    assert argv[argv.index("--streams-trigger") + 1] == "1s"
+    argv = ingest_launch("dbname=x", tmp_path, config, tmp_path, "0.25s", "1s").argv
+    assert argv[argv.index("--streams-trigger") + 1] == "1s"
     assert reconnect_args(config) == ["--reconnect-timeout", "90s"]
 
 

@@ -47,6 +47,8 @@ def make(tmp_path: Path, **kw) -> IngestConfig:
         ({"max_rows": -3}, "--max-rows -3"),
         ({"reconnect_timeout": timedelta(seconds=-1)}, "--reconnect-timeout -1s is negative"),
         ({"epoch_unit": "min"}, "--epoch-unit 'min' is not one of auto, s, ms, us, ns"),
+        ({"streams_trigger": timedelta(0)}, "--streams-trigger 0s must be positive, e.g. 1s"),
+        ({"rollups": "gpu"}, "--rollups 'gpu' is not one of driver, spark, database"),
     ],
 )
 def test_config_refuses_bad_values_naming_the_option(tmp_path, kw, needle):
@@ -315,3 +317,16 @@ def test_archive_for_takes_a_duration_or_forever(text, want):
     from slidewin.ingest.config import FOREVER
 
     assert ArchiveFor().convert(text, None, None) == (FOREVER if want == "FOREVER" else want)
+
+
+def test_the_started_line_names_the_declared_streams_interval(tmp_path):
+    """--streams-trigger shows on the line the ingest starts with; without it nothing changes."""
+    from types import SimpleNamespace
+
+    from slidewin.ingest.runner import _started_line
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(uiWebUrl=None))
+    line = _started_line(make(tmp_path, streams_trigger=timedelta(seconds=1)), spark)
+    assert "every 0.25s (declared streams every 1s)" in line
+    assert "declared streams" not in _started_line(make(tmp_path), spark)
+    assert make(tmp_path).rollups == "driver"

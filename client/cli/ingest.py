@@ -51,6 +51,11 @@ class ArchiveFor(DurationType):
 @click.option("--once", is_flag=True, help="Process the files there now, then exit.")
 @click.option("--trigger", type=DURATION, default="250ms", show_default=True,
               help="Micro-batch interval when streaming.")
+@click.option("--streams-trigger", type=DURATION, default=None,
+              help="Micro-batch interval of the declared streams (`slidewin streams add`) "
+              "when streaming (default: --trigger). Every batch costs about a quarter second "
+              "of Spark however few its records: a longer interval for slow streams leaves the "
+              "cores to the busy one.")
 @click.option("--grace", type=DURATION, default="5s", show_default=True,
               help="Allowed lateness behind the newest event time; later -> dead letter 'late'.")
 @click.option("--history", type=DURATION, default=None,
@@ -101,6 +106,7 @@ def ingest_command(
     landing: Path | None,
     once: bool,
     trigger: timedelta,
+    streams_trigger: timedelta | None,
     grace: timedelta,
     history: timedelta | None,
     max_rows: int | None,
@@ -150,8 +156,9 @@ def ingest_command(
         landing=land,
         checkpoint_dir=(checkpoint_dir.expanduser().resolve() if checkpoint_dir else checkpoints),
         archive_dir=(archive_dir.expanduser().resolve() if archive_dir else archive),
-        processed=processed, format=fmt, once=once, trigger=trigger, grace=grace,
-        history=history, max_rows=max_rows, max_future=max_future, inline=inline, chunk=chunk,
+        processed=processed, format=fmt, once=once, trigger=trigger,
+        streams_trigger=streams_trigger, grace=grace, history=history, max_rows=max_rows,
+        max_future=max_future, inline=inline, chunk=chunk,
         max_files_per_trigger=max_files_per_trigger, master=master, spark_ui=spark_ui,
         query_id=query_id, reconnect_timeout=reconnect_timeout, rollups=rollups,
         archive_for=archive_for,
