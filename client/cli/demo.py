@@ -84,7 +84,10 @@ QUERY_ID = "demo"
 # quarter second of Spark however few its records, and three side streams polled every 250 ms
 # took the cores from events (freshness p95 5.8 s against 1.75 s without them, 2026-11-26)
 DECLARED_TRIGGER = timedelta(seconds=1)
-WARMUP_EVENTS = 100
+# the warm-up batches, written one at a time, each after the last committed: a tiny first batch
+# (Spark plans and compiles the stream's code), then batches of about the size the client's
+# rate makes at the default trigger, so the JIT has compiled the parse before the first report
+WARMUP_BATCHES = (100, 6000, 6000, 6000, 6000, 6000)
 DEMO_KEYS = 1000
 SESSION_NAME = "demo_sessions"
 STREAM_NAME = "demo_sensors"
@@ -199,13 +202,16 @@ class Demo:
         self.ready = threading.Event()
         self.died: str | None = None
         self.stopping = False
-        self.first_batch = threading.Event()
+        self.batches = 0  # text batches committed (their progress lines)
+        self.batch_done = threading.Condition()
 
     def _on_ingest_line(self, text: str) -> None:
         if text.startswith(READY_MARK) and " from " in text:
             self.ready.set()
         elif text.startswith(BATCH_MARK):
-            self.first_batch.set()
+            with self.batch_done:
+                self.batches += 1
+                self.batch_done.notify_all()
 
     def start_ingest(self, trigger: str, stop: threading.Event, timeout_s: float,
                      streams_trigger: str | None = None) -> None:
@@ -226,22 +232,28 @@ class Demo:
                     f"the ingest did not start within {timeout_s:g} s; see {child.log_path} "
                     "(raise --startup-timeout on a slow machine)"
                 )
-        self.app.progress("ingest running; warming it up with a first small batch...")
+        self.app.progress(f"ingest running; warming it up with {len(WARMUP_BATCHES)} batches...")
         self._warm_up(stop, deadline)
         self.app.progress("ingest warmed up")
 
     def _warm_up(self, stop: threading.Event, deadline: float) -> None:
-        """Write WARMUP_EVENTS events and wait for their batch: Spark's first batch is slow (JIT,
-        class loading), and events written meanwhile would start the run tens of seconds late.
-        These events are real ones; the client's statistics start after them."""
+        """Write WARMUP_BATCHES, each when the one before has committed: Spark's first batches
+        are slow (planning, class loading, then the JIT compiling the parse), and events written
+        meanwhile would start the run seconds behind. These events are real ones; the client's
+        statistics start after them."""
         gen = EventGenerator(GeneratorConfig(self.config.landing, seed=self.config.seed))
-        now = datetime.now(UTC)
-        gen.write_batch(WARMUP_EVENTS, now - timedelta(milliseconds=100), now)
-        while not self.first_batch.wait(0.2):
-            if not self.children[0].alive():
-                raise DemoError(_died("ingest", self.children[0]))
-            if stop.is_set() or time.monotonic() > deadline:
-                return
+        for size in WARMUP_BATCHES:
+            with self.batch_done:
+                seen = self.batches
+            now = datetime.now(UTC)
+            gen.write_batch(size, now - timedelta(milliseconds=100), now)
+            with self.batch_done:
+                while self.batches == seen:
+                    self.batch_done.wait(0.2)
+                    if not self.children[0].alive():
+                        raise DemoError(_died("ingest", self.children[0]))
+                    if stop.is_set() or time.monotonic() > deadline:
+                        return
 
     def start_scheduler(self) -> None:
         add = jobs_add_launch(self.dsn, self.config)
