@@ -218,9 +218,10 @@ class BatchHandler:
                     rows = batch.split(table)
                     if batch.unclosed_quotes(rows):  # a CSV record spans lines: read by files
                         raise _PulledBatchFailed("a quoted CSV field holds a line break")
-                    if by_driver and presummable(replace(rows, pid=pid)):
+                    rows = replace(rows, pid=pid if by_spark or by_driver else None)
+                    if by_driver and presummable(rows):
                         summed.append(batch.partials(rows.good, pid))
-                    yield replace(rows, pid=pid if by_spark or by_driver else None)
+                    yield rows
                 partials = summing.result() if summing is not None else None
                 if by_driver:
                     partials = pa.concat_tables(summed) if summed else None

@@ -10,8 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from slidewin.client.bench.ingest import arrow_partials
 from slidewin.db import sessions
+from slidewin.ingest.batch import partials
 from slidewin.ingest.sink import PRECOMPUTED, Partials, PartialsMismatch, write_batch
 from tests.conftest import T0
 from tests.ingest_fixtures import clean_ingest_state
@@ -60,7 +60,7 @@ def test_a_batch_that_rolls_back_changes_no_session(iconn):
 
     def compute(_newest):
         yield replace(rows([("a", 1, 3, 1), ("c", 1, 4, 1)]), pid=0)
-        yield Partials(lambda: arrow_partials(rows([("a", 2, 3, 1), ("c", 1, 4, 1)]).good))
+        yield Partials(lambda: partials(rows([("a", 2, 3, 1), ("c", 1, 4, 1)]).good, 0))
 
     with pytest.raises(PartialsMismatch):
         write_batch(iconn, "q/text", "q", 1, compute)

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slidewin.client.bench.ingest import arrow_partials
 from slidewin.db.events import partition_of
 from slidewin.db.schema import init_schema
 from slidewin.ingest.batch import GOOD_SCHEMA, partials
@@ -248,7 +247,7 @@ def with_partials(batch: BatchRows, *chunks: BatchRows):
         for pid, chunk in enumerate((batch, *chunks)):
             yield replace(chunk, pid=pid)
             every_copy = [r for r in chunk.good.to_pylist() for _ in range(r["copies"])]
-            sums = arrow_partials(pa.Table.from_pylist(every_copy, schema=GOOD_SCHEMA))
+            sums = partials(pa.Table.from_pylist(every_copy, schema=GOOD_SCHEMA), 0)
             parts.append(sums.set_column(0, "pid", pa.array([pid] * sums.num_rows, pa.int32())))
         yield Partials(lambda: pa.concat_tables(parts))
     return compute
@@ -283,7 +282,7 @@ def test_duplicates_leave_the_rollups_to_the_trigger(iconn):
 def test_partials_that_do_not_match_their_rows_roll_the_batch_back(iconn):
     def compute(_newest):
         yield replace(rows([("a", 1, 0, 1)]), pid=0)
-        sums = arrow_partials(rows([("a", 2, 0, 1)]).good)  # another value
+        sums = partials(rows([("a", 2, 0, 1)]).good, 0)  # another value
         yield Partials(lambda: sums)
 
     with pytest.raises(PartialsMismatch):

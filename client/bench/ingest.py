@@ -136,7 +136,7 @@ def copy_limit(dsn: str, table: pa.Table, rows_per_file: int, *, partials: bool 
         table.slice(offset, rows_per_file).select(["part", "uuid", "val", "ts"])
         for offset in range(0, table.num_rows, rows_per_file)
     ]
-    sums = [(PartitionCheck.of(chunk), _fixed(arrow_partials(chunk))) for chunk in chunks]
+    sums = [(PartitionCheck.of(chunk), _fixed(batch.partials(chunk, 0))) for chunk in chunks]
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
         for chunk, (check, sums_of_chunk) in zip(chunks, sums, strict=True):
@@ -150,12 +150,6 @@ def copy_limit(dsn: str, table: pa.Table, rows_per_file: int, *, partials: bool 
 
 def _fixed(table: pa.Table) -> Partials:
     return Partials(lambda: table)
-
-
-def arrow_partials(rows: pa.Table) -> pa.Table:
-    """The driver's partials of one partition (pid 0): what the sink gets, made without Spark
-    for the database's limit."""
-    return batch.partials(rows, 0)
 
 
 # ---------------------------------------------------------------- (d) memory
