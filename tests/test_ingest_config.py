@@ -327,6 +327,27 @@ def test_the_started_line_names_the_declared_streams_interval(tmp_path):
 
     spark = SimpleNamespace(sparkContext=SimpleNamespace(uiWebUrl=None))
     line = _started_line(make(tmp_path, streams_trigger=timedelta(seconds=1)), spark)
-    assert "every 0.25s (declared streams every 1s)" in line
+    assert "every 0.1s (declared streams every 1s)" in line
     assert "declared streams" not in _started_line(make(tmp_path), spark)
     assert make(tmp_path).rollups == "driver"
+
+
+@pytest.mark.parametrize(
+    "command", [("ingest",), ("demo",), ("bench", "ingest"), ("bench", "joins")]
+)
+def test_every_commands_trigger_defaults_to_the_ingests(command):
+    """One default micro-batch interval (a tenth of a second) for the ingest and the commands
+    that start one: a changed default reaches all of them or none."""
+    import click
+
+    from slidewin.client.cli.options import DURATION
+    from slidewin.ingest.config import DEFAULT_TRIGGER
+
+    group: click.Command = cli
+    for name in command:  # lazily loaded commands: as the command line finds them
+        found = group.get_command(click.Context(group), name)  # type: ignore[attr-defined]
+        assert found is not None, name
+        group = found
+    (option,) = [p for p in group.params if p.name == "trigger"]
+    assert DURATION.convert(option.default, None, None) == DEFAULT_TRIGGER
+    assert DEFAULT_TRIGGER == timedelta(milliseconds=100)

@@ -9,7 +9,7 @@ import click
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
 from slidewin.client.cli.options import COUNT, DURATION, DurationType, json_option
 from slidewin.client.cli.root import SlidewinCommand
-from slidewin.ingest.config import DEFAULT_MAX_FILES, ROLLUPS
+from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER_TEXT, ROLLUPS
 
 
 @click.command("ingest", cls=SlidewinCommand)
@@ -33,7 +33,7 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES, ROLLUPS
               help="Length of the rate-limited freshness run (one file per second), 5s to 10m.")
 @click.option("--freshness-rate", type=COUNT, default="5k", show_default=True,
               help="Events per file (= per second) in the freshness run.")
-@click.option("--trigger", type=DURATION, default="250ms", show_default=True,
+@click.option("--trigger", type=DURATION, default=DEFAULT_TRIGGER_TEXT, show_default=True,
               help="Micro-batch interval of the freshness run.")
 @click.option("--stream", type=click.Choice(["events", "wide"]), default="events",
               show_default=True,

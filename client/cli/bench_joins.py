@@ -11,7 +11,7 @@ import click
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
 from slidewin.client.cli.options import COUNT, DURATION, DurationType, json_option
 from slidewin.client.cli.root import SlidewinCommand
-from slidewin.ingest.config import DEFAULT_MAX_FILES
+from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER_TEXT
 
 
 @click.command("joins", cls=SlidewinCommand)
@@ -47,7 +47,7 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES
               help="Length of the live run that measures pair freshness (0 skips it).")
 @click.option("--freshness-rate", type=COUNT, default="1k", show_default=True,
               help="Records per file (= per second) per stream in the live run.")
-@click.option("--trigger", type=DURATION, default="250ms", show_default=True,
+@click.option("--trigger", type=DURATION, default=DEFAULT_TRIGGER_TEXT, show_default=True,
               help="Micro-batch interval of the live run.")
 @click.option("--plain-spark/--no-plain-spark", default=True, show_default=True,
               help="Also run the same join written by hand in plain Spark.")

@@ -76,6 +76,7 @@ from slidewin.db.config import redact
 from slidewin.db.errors import SlidewinError
 from slidewin.db.schema import init_schema
 from slidewin.db.signals import Stop, stop_on_signals
+from slidewin.ingest.config import DEFAULT_TRIGGER_TEXT
 
 BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
 READY_MARK = "ingest "  # the ingest's "ingest <query id>: <streams> from <landing>" line
@@ -320,7 +321,7 @@ def preflight(app: AppContext) -> str:
 
 @click.command("demo", cls=SlidewinCommand)
 @client_options
-@click.option("--trigger", default="250ms", show_default=True, type=DURATION,
+@click.option("--trigger", default=DEFAULT_TRIGGER_TEXT, show_default=True, type=DURATION,
               help="The ingest's micro-batch interval.")
 @click.option("--startup-timeout", type=DURATION, default="240", show_default=True,
               help="How long to wait for Spark to start before giving up (s).")

@@ -21,6 +21,7 @@ from slidewin.db.limits import MAX_CHUNK
 from slidewin.db.signals import Stop, stop_on_signals
 from slidewin.ingest.config import (
     DEFAULT_MAX_FILES,
+    DEFAULT_TRIGGER_TEXT,
     EPOCH_UNITS,
     FOREVER,
     FORMATS,
@@ -49,7 +50,7 @@ class ArchiveFor(DurationType):
 @click.option("--landing", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory producers drop files into (default: <data dir>/landing).")
 @click.option("--once", is_flag=True, help="Process the files there now, then exit.")
-@click.option("--trigger", type=DURATION, default="250ms", show_default=True,
+@click.option("--trigger", type=DURATION, default=DEFAULT_TRIGGER_TEXT, show_default=True,
               help="Micro-batch interval when streaming.")
 @click.option("--streams-trigger", type=DURATION, default=None,
               help="Micro-batch interval of the declared streams (`slidewin streams add`) "
