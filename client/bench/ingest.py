@@ -11,7 +11,12 @@ One run measures, side by side on the same generated events:
     (``ingest.runner.run``), from the query's start to the last batch's commit, with as many
     files per batch as ``slidewin ingest`` takes (``max_files_per_trigger``); the JVM's start is
     reported apart (``spark_startup_s``) because a long-running ingest pays it once, and so is
-    whether the JVM had its class cache (``spark_class_cache``: used, created or off);
+    whether the JVM had its class cache (``spark_class_cache``: used, created or off). This is
+    the first work of a fresh JVM, which compiles its hot code as it goes; the same files again
+    into a fresh database on the same JVM give ``ingest_warm_events_per_s`` (``ratio_warm``):
+    what a long-running ingest does once warm. ``cpu_s`` says where each run's CPU went, in
+    seconds: this Python process, the driver JVM, and the PostgreSQL server if it runs on this
+    machine (its live processes and the backends that ended; None when the server is elsewhere);
 (c) ``freshness_p95_s`` -- a rate-limited streaming run: files appear over time, each holding
     one second of event time; per file, the time from its rename into the landing directory to
     its second being visible in slidewin.rollups; the 95th percentile;
@@ -182,6 +187,67 @@ class RssSampler:
             self._stop.wait(self.every_s)
 
 
+class CpuMeter:
+    """CPU seconds of this process, the driver JVM and the local PostgreSQL server between enter
+    and exit. PostgreSQL's backends come and go: the server's CPU is that of its live processes
+    plus what the postmaster has collected from the ones that ended (its children's times), so
+    the difference of two readings counts every backend, however short-lived. ``postgres`` is
+    None when no PostgreSQL process on this machine can be read (a remote server, or another
+    user's without the rights)."""
+
+    def __init__(self, jvm_pid: int | None) -> None:
+        self.jvm = _process(jvm_pid)
+        self.seconds: dict[str, float | None] = {}
+        self._start: tuple[float, float, float | None] = (0.0, 0.0, None)
+
+    def __enter__(self) -> CpuMeter:
+        self._start = (_cpu(psutil.Process()), _cpu(self.jvm), _postgres_cpu())
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        python, jvm, postgres = _cpu(psutil.Process()), _cpu(self.jvm), _postgres_cpu()
+        before = self._start[2]
+        self.seconds = {
+            "python": round(python - self._start[0], 2),
+            "jvm": round(jvm - self._start[1], 2),
+            "postgres": None if postgres is None or before is None else round(postgres - before, 2),
+        }
+
+
+def _postgres_cpu() -> float | None:
+    """User + system seconds of every readable ``postgres`` process, with their reaped
+    children's (the postmaster's ended backends); None when there is none to read."""
+    total, found = 0.0, False
+    for proc in psutil.process_iter(["name"]):
+        if not (proc.info.get("name") or "").startswith("postgres"):
+            continue
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        found = True
+        total += times.user + times.system
+        total += getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
+    return total if found else None
+
+
+def _process(pid: int | None) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid) if pid else None
+    except psutil.Error:
+        return None
+
+
+def _cpu(proc: psutil.Process | None) -> float:
+    if proc is None:
+        return 0.0
+    try:
+        times = proc.cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.user + times.system
+
+
 # ---------------------------------------------------------------- (b) end to end
 
 
@@ -314,7 +380,7 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
     try:
         progress(f"generating {opts.events:,} events as {opts.format} files in {work}")
         table = make_events(opts.events, datetime.now(UTC) - timedelta(minutes=5), 10_000)
-        write_landing(table, work / "e2e", opts)
+        write_landing(table, work / "generated", opts)
         report: dict = {
             "events": opts.events,
             "format": opts.format,
@@ -347,7 +413,9 @@ def run_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> 
                 progress(CLASS_CACHE_NOTE)
             stop_session(spark)
         copy_rate = report["copy_limit_rows_per_s"]
-        report["ratio"] = round(report["ingest_events_per_s"] / copy_rate, 3) if copy_rate else None
+        for key, figure in (("ratio", "ingest_events_per_s"),
+                            ("ratio_warm", "ingest_warm_events_per_s")):
+            report[key] = round(report[figure] / copy_rate, 3) if copy_rate else None
         return report
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -373,13 +441,26 @@ def copy_landing(source: Path, target: Path, files: int | None = None) -> Path:
 
 
 def _measure_stream(spark, dsn, work, opts, report, progress) -> None:
-    with scratch_database(dsn, partitions=opts.partitions) as store:
-        config = ingest_config(work, "e2e", opts, once=True)
-        report.update(end_to_end(spark, store, config, progress))
+    from slidewin.ingest.spark import jvm_pid
+
+    cpu: dict[str, dict[str, float | None]] = {}
+    for name, warm in (("e2e", False), ("e2e-warm", True)):
+        copy_landing(work / "generated", work / name)
+        with scratch_database(dsn, partitions=opts.partitions) as store, \
+                CpuMeter(jvm_pid(spark)) as meter:
+            figures = end_to_end(spark, store, ingest_config(work, name, opts, once=True),
+                                 progress)
+        cpu["warm" if warm else "cold"] = meter.seconds
+        if warm:
+            report["ingest_warm_events_per_s"] = figures["ingest_events_per_s"]
+        else:
+            report.update(figures)
+    report["cpu_s"] = cpu
     progress(
-        f"(b) end to end: {report['ingest_events_per_s']:,} events/s "
+        f"(b) end to end: {report['ingest_events_per_s']:,} events/s on a fresh JVM "
         f"(after the first batch: {report['ingest_steady_events_per_s']}), "
-        f"{report['ingest_batches']} batches"
+        f"{report['ingest_batches']} batches; {report['ingest_warm_events_per_s']:,} events/s "
+        f"the same again, warm; CPU s {cpu}"
     )
     with scratch_database(dsn, partitions=opts.partitions) as store:
         config = replace(
