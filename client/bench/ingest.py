@@ -15,8 +15,8 @@ One run measures, side by side on the same generated events:
     the first work of a fresh JVM, which compiles its hot code as it goes; the same files again
     into a fresh database on the same JVM give ``ingest_warm_events_per_s`` (``ratio_warm``):
     what a long-running ingest does once warm. ``cpu_s`` says where each run's CPU went, in
-    seconds: this Python process, the driver JVM, and the PostgreSQL server if it runs on this
-    machine (its live processes and the backends that ended; None when the server is elsewhere);
+    seconds: this Python process, the driver JVM, and the PostgreSQL server's processes if it
+    runs on this machine (read every 50 ms; None when the server is elsewhere);
 (c) ``freshness_p95_s`` -- a rate-limited streaming run: files appear over time, each holding
     one second of event time; per file, the time from its rename into the landing directory to
     its second being visible in slidewin.rollups; the 95th percentile;
@@ -188,47 +188,62 @@ class RssSampler:
 
 
 class CpuMeter:
-    """CPU seconds of this process, the driver JVM and the local PostgreSQL server between enter
-    and exit. PostgreSQL's backends come and go: the server's CPU is that of its live processes
-    plus what the postmaster has collected from the ones that ended (its children's times), so
-    the difference of two readings counts every backend, however short-lived. ``postgres`` is
-    None when no PostgreSQL process on this machine can be read (a remote server, or another
-    user's without the rights)."""
+    """CPU seconds of this process, the driver JVM and the local PostgreSQL server's processes
+    between enter and exit. Backends come and go (and an ended one can stay unreaped a while,
+    its time in nobody's count), so each PostgreSQL process is read every ``every_s`` and at
+    exit: a process first seen during the run counts from its start, one that ends counts
+    until its last reading (at most ``every_s`` of it lost). ``postgres`` is None when no
+    PostgreSQL process on this machine can be read (a remote server)."""
 
-    def __init__(self, jvm_pid: int | None) -> None:
+    def __init__(self, jvm_pid: int | None, every_s: float = 0.05) -> None:
         self.jvm = _process(jvm_pid)
+        self.every_s = every_s
         self.seconds: dict[str, float | None] = {}
-        self._start: tuple[float, float, float | None] = (0.0, 0.0, None)
+        self._own = (0.0, 0.0)
+        self._start: dict[int, float] = {}
+        self._seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> CpuMeter:
-        self._start = (_cpu(psutil.Process()), _cpu(self.jvm), _postgres_cpu())
+        self._own = (_cpu(psutil.Process()), _cpu(self.jvm))
+        self._start = _postgres_processes()
+        self._seen = dict(self._start)
+        self._thread.start()
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        python, jvm, postgres = _cpu(psutil.Process()), _cpu(self.jvm), _postgres_cpu()
-        before = self._start[2]
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        postgres = sum(cpu - self._start.get(pid, 0.0) for pid, cpu in self._seen.items())
         self.seconds = {
-            "python": round(python - self._start[0], 2),
-            "jvm": round(jvm - self._start[1], 2),
-            "postgres": None if postgres is None or before is None else round(postgres - before, 2),
+            "python": round(_cpu(psutil.Process()) - self._own[0], 2),
+            "jvm": round(_cpu(self.jvm) - self._own[1], 2),
+            "postgres": round(postgres, 2) if self._seen else None,
         }
 
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._read()
 
-def _postgres_cpu() -> float | None:
-    """User + system seconds of every readable ``postgres`` process, with their reaped
-    children's (the postmaster's ended backends); None when there is none to read."""
-    total, found = 0.0, False
+    def _read(self) -> None:
+        for pid, cpu in _postgres_processes().items():
+            self._seen[pid] = max(cpu, self._seen.get(pid, 0.0))
+
+
+def _postgres_processes() -> dict[int, float]:
+    """User + system seconds of each readable ``postgres`` process (ended, unreaped ones
+    included), without their children's: every backend is counted as itself."""
+    found: dict[int, float] = {}
     for proc in psutil.process_iter(["name"]):
-        if not (proc.info.get("name") or "").startswith("postgres"):
-            continue
-        try:
-            times = proc.cpu_times()
-        except psutil.Error:
-            continue
-        found = True
-        total += times.user + times.system
-        total += getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
-    return total if found else None
+        if (proc.info.get("name") or "").startswith("postgres"):
+            try:
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            found[proc.pid] = times.user + times.system
+    return found
 
 
 def _process(pid: int | None) -> psutil.Process | None:
