@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import psutil
@@ -160,16 +160,16 @@ def _fixed(table: pa.Table) -> Partials:
 # ---------------------------------------------------------------- (d) memory
 
 
-class RssSampler:
-    """Peak RSS of this process plus the driver JVM, sampled in a background thread."""
+class _Sampler:
+    """A background thread calling ``_sample`` every ``every_s`` between enter and exit (RSS
+    peaks and short-lived processes are only seen while they last)."""
 
-    def __init__(self, jvm_pid: int | None, every_s: float = 0.2) -> None:
-        self.pids = [os.getpid()] + ([jvm_pid] if jvm_pid else [])
-        self.every_s, self.peak = every_s, 0
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -179,15 +179,30 @@ class RssSampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            total = 0
-            for pid in self.pids:
-                with contextlib.suppress(psutil.Error):
-                    total += psutil.Process(pid).memory_info().rss
-            self.peak = max(self.peak, total)
+            self._sample()
             self._stop.wait(self.every_s)
 
+    def _sample(self) -> None:
+        raise NotImplementedError
 
-class CpuMeter:
+
+class RssSampler(_Sampler):
+    """Peak RSS of this process plus the driver JVM, sampled in a background thread."""
+
+    def __init__(self, jvm_pid: int | None, every_s: float = 0.2) -> None:
+        super().__init__(every_s)
+        self.pids = [os.getpid()] + ([jvm_pid] if jvm_pid else [])
+        self.peak = 0
+
+    def _sample(self) -> None:
+        total = 0
+        for pid in self.pids:
+            with contextlib.suppress(psutil.Error):
+                total += psutil.Process(pid).memory_info().rss
+        self.peak = max(self.peak, total)
+
+
+class CpuMeter(_Sampler):
     """CPU seconds of this process, the driver JVM and the local PostgreSQL server's processes
     between enter and exit. Backends come and go (and an ended one can stay unreaped a while,
     its time in nobody's count), so each PostgreSQL process is read every ``every_s`` and at
@@ -196,38 +211,30 @@ class CpuMeter:
     PostgreSQL process on this machine can be read (a remote server)."""
 
     def __init__(self, jvm_pid: int | None, every_s: float = 0.05) -> None:
+        super().__init__(every_s)
         self.jvm = _process(jvm_pid)
-        self.every_s = every_s
         self.seconds: dict[str, float | None] = {}
         self._own = (0.0, 0.0)
         self._start: dict[int, float] = {}
         self._seen: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> CpuMeter:
-        self._own = (_cpu(psutil.Process()), _cpu(self.jvm))
+    def __enter__(self) -> Self:
+        self._own = (_cpu(psutil.Process()) or 0.0, _cpu(self.jvm) or 0.0)
         self._start = _postgres_processes()
         self._seen = dict(self._start)
-        self._thread.start()
-        return self
+        return super().__enter__()
 
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._read()
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        self._sample()
         postgres = sum(cpu - self._start.get(pid, 0.0) for pid, cpu in self._seen.items())
         self.seconds = {
-            "python": round(_cpu(psutil.Process()) - self._own[0], 2),
-            "jvm": round(_cpu(self.jvm) - self._own[1], 2),
+            "python": round((_cpu(psutil.Process()) or 0.0) - self._own[0], 2),
+            "jvm": round((_cpu(self.jvm) or 0.0) - self._own[1], 2),
             "postgres": round(postgres, 2) if self._seen else None,
         }
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self._read()
-
-    def _read(self) -> None:
+    def _sample(self) -> None:
         for pid, cpu in _postgres_processes().items():
             self._seen[pid] = max(cpu, self._seen.get(pid, 0.0))
 
@@ -238,11 +245,9 @@ def _postgres_processes() -> dict[int, float]:
     found: dict[int, float] = {}
     for proc in psutil.process_iter(["name"]):
         if (proc.info.get("name") or "").startswith("postgres"):
-            try:
-                times = proc.cpu_times()
-            except psutil.Error:
-                continue
-            found[proc.pid] = times.user + times.system
+            cpu = _cpu(proc)
+            if cpu is not None:
+                found[proc.pid] = cpu
     return found
 
 
@@ -253,13 +258,14 @@ def _process(pid: int | None) -> psutil.Process | None:
         return None
 
 
-def _cpu(proc: psutil.Process | None) -> float:
+def _cpu(proc: psutil.Process | None) -> float | None:
+    """User + system seconds of ``proc``; None when there is none or it cannot be read."""
     if proc is None:
-        return 0.0
+        return None
     try:
         times = proc.cpu_times()
     except psutil.Error:
-        return 0.0
+        return None
     return times.user + times.system
 
 
@@ -459,17 +465,17 @@ def _measure_stream(spark, dsn, work, opts, report, progress) -> None:
     from slidewin.ingest.spark import jvm_pid
 
     cpu: dict[str, dict[str, float | None]] = {}
-    for name, warm in (("e2e", False), ("e2e-warm", True)):
+    for jvm, name in (("cold", "e2e"), ("warm", "e2e-warm")):
         copy_landing(work / "generated", work / name)
         with scratch_database(dsn, partitions=opts.partitions) as store, \
                 CpuMeter(jvm_pid(spark)) as meter:
             figures = end_to_end(spark, store, ingest_config(work, name, opts, once=True),
                                  progress)
-        cpu["warm" if warm else "cold"] = meter.seconds
-        if warm:
-            report["ingest_warm_events_per_s"] = figures["ingest_events_per_s"]
-        else:
+        cpu[jvm] = meter.seconds
+        if jvm == "cold":
             report.update(figures)
+        else:
+            report["ingest_warm_events_per_s"] = figures["ingest_events_per_s"]
     report["cpu_s"] = cpu
     progress(
         f"(b) end to end: {report['ingest_events_per_s']:,} events/s on a fresh JVM "
