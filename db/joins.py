@@ -80,6 +80,15 @@ class JoinStatus:
     left_newest: datetime | None
     right_newest: datetime | None
 
+    @property
+    def waiting_for(self) -> tuple[str, ...]:
+        """The sides (``left``, ``right``) an interval join waits for: a stream that has never
+        had data holds W back, so no result is final until both have had a batch."""
+        if self.kind != "interval":
+            return ()
+        return tuple(side for side, newest in (("left", self.left_newest),
+                                               ("right", self.right_newest)) if newest is None)
+
 
 @dataclass(frozen=True)
 class Answer:

@@ -57,4 +57,5 @@ def join_show(conn: psycopg.Connection, name: str, *, last: timedelta | None = N
             "late": {"left": state.late_left, "right": state.late_right},
             "results": {"pairs": state.pairs, "left_only": state.left_only,
                         "right_only": state.right_only},
+            "waiting_for": list(state.waiting_for),
             "rows": [command.answer_json(a, stamps) for a in found], "more": more}

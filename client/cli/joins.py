@@ -161,6 +161,9 @@ def add_cmd(app: AppContext, name: str, left: str, right: str, on: str,
                          + [f"r_{c}" for c in join.select_right])
         click.echo(f"  results in {_table(join)} (seq, ts, emitted_at, {cols}), kept by every "
                    f"insert; {_results_text(state)} from the rows stored already")
+        if state.waiting_for:
+            click.echo(f"  {waiting_text(join, state)}: W moves, and results become final, "
+                       "once both streams have had a batch")
     else:
         click.echo(f"  answers read from the streams when asked (nothing is stored): each "
                    f"{join.left} record with {_what_right(join)}")
@@ -193,7 +196,9 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     rows = [("join", "kind", "type", "left", "right", "on", "window", "grace", "W",
              "late l/r", "results")]
     rows += [(j.name, j.kind, j.join_type, j.left, j.right, j.on, window_text(j),
-              format_duration(j.grace), _t(s.watermark), f"{s.late_left}/{s.late_right}",
+              format_duration(j.grace),
+              "waiting for " + "+".join(s.waiting_for) if s.waiting_for else _t(s.watermark),
+              f"{s.late_left}/{s.late_right}",
               _results_text(s) if j.kind == "interval" else "read when asked")
              for j, s in found]
     for line in _aligned(rows):
@@ -269,6 +274,7 @@ def show_cmd(app: AppContext, name: str, last: timedelta | None, from_: datetime
                    "late": {"left": state.late_left, "right": state.late_right},
                    "results": {"pairs": state.pairs, "left_only": state.left_only,
                                "right_only": state.right_only},
+                   "waiting_for": list(state.waiting_for),
                    "rows": [answer_json(a, stamps) for a in found], "more": more})
         return
     click.echo(f"join {join.name}: {describe(join)}")
@@ -276,6 +282,9 @@ def show_cmd(app: AppContext, name: str, last: timedelta | None, from_: datetime
                f"records: left {state.late_left}, right {state.late_right}; "
                + (f"results: {_results_text(state)}" if join.kind == "interval"
                   else "answers read when asked"))
+    if state.waiting_for:
+        click.echo(f"{waiting_text(join, state)}: W does not move until both streams have had a "
+                   "batch, so no result is final yet")
     click.echo(f"answers with ts in [{_t(start)}, {_t(end)}) UTC, newest first: {len(found)}"
                + (f" (more: narrow the range or raise --limit {limit})" if more else ""))
     if found:
@@ -410,11 +419,20 @@ def _results_text(s: JoinStatus) -> str:
     return f"{s.pairs} pairs, {s.left_only} left only, {s.right_only} right only"
 
 
+def waiting_text(join: Join, s: JoinStatus) -> str:
+    """``waiting for first data on right (shipments)``: the streams that have never had data,
+    which hold the join's W back."""
+    names = {"left": join.left, "right": join.right}
+    return "waiting for first data on " + " and ".join(
+        f"{side} ({names[side]})" for side in s.waiting_for)
+
+
 def _status_json(s: JoinStatus) -> dict[str, Any]:
     return {"watermark": _iso(s.watermark), "complete_up_to": _iso(s.complete_up_to),
             "late": {"left": s.late_left, "right": s.late_right},
             "results": {"pairs": s.pairs, "left_only": s.left_only,
                         "right_only": s.right_only},
+            "waiting_for": list(s.waiting_for),
             "left_newest": _iso(s.left_newest), "right_newest": _iso(s.right_newest)}
 
 

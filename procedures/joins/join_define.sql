@@ -16,8 +16,8 @@
 -- grace below 0; a stream whose history is shorter than before + after + grace; a built-in or
 -- undeclared stream; one stream on both sides; on-columns of different types; an unknown column.
 -- select_left / select_right: the columns kept (NULL: all); each side's time and key are always
--- kept, as the result's identity. now: the clock of the idle rule (created_at: a stream with no
--- data holds W back for idle after it).
+-- kept, as the result's identity. now: the clock W is first moved by (created_at records it; a
+-- stream with no data holds W back however long ago that was: slidewin.join_watermark).
 CREATE OR REPLACE FUNCTION slidewin.join_define(
     p_name text, p_left text, p_right text, p_left_on text, p_right_on text DEFAULT NULL,
     p_kind text DEFAULT 'interval', p_join_type text DEFAULT 'inner',

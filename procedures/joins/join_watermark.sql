@@ -1,11 +1,12 @@
 -- slidewin.join_watermark(join, now): the join's watermark as its inputs stand -- W = the least
--- stream time (newest event time committed) of the inputs holding it back, minus grace. An input
--- holds W back when it has data and had a batch within idle of now (idle NULL: always); with
--- neither holding it back, the newest of the two counts. An input that never had data does not
--- hold W back -- once idle has passed since the join was defined: until then W waits for it, so
--- that two streams started together on their backlogs are joined whichever commits first. NULL
--- while W cannot move. The stored watermark is never lowered: callers take the greatest of the
--- two.
+-- stream time (newest event time committed) of the inputs holding it back, minus grace. NULL
+-- while an input has never had data: a stream with no stream time yet holds W back whatever
+-- idle is and however long ago the join was defined, so that W never passes records the join has
+-- not seen (a backlog loaded after the other stream's, a stream started late) -- W waits for both
+-- streams' first batch (slidewin.join_status says which it waits for). Idleness is for inputs
+-- that once had data: such an input holds W back while it had a batch within idle of now (idle
+-- NULL, `never`: always); with neither holding it back, the newest of the two counts. The stored
+-- watermark is never lowered: callers take the greatest of the two.
 CREATE OR REPLACE FUNCTION slidewin.join_watermark(p_join slidewin.joins, p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql STABLE
@@ -16,8 +17,7 @@ AS $$
           FROM slidewin.stream_state s
          WHERE s.stream IN (p_join.left_stream, p_join.right_stream) AND s.newest_ts IS NOT NULL
     )
-    SELECT CASE WHEN count(*) < 2 AND p_join.idle IS NOT NULL
-                     AND p_join.created_at > p_now - p_join.idle THEN NULL
+    SELECT CASE WHEN count(*) < 2 THEN NULL
                 ELSE coalesce(min(newest_ts) FILTER (WHERE active), max(newest_ts))
                      - p_join.grace END
       FROM inputs

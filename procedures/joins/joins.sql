@@ -9,8 +9,9 @@
 --             of the right stream at or before its time whose on-column matches (read time);
 --   asof      each left record with the right stream's newest row for its key at or before its
 --             time: the version of that "table" valid then (read time).
--- watermark: W = min(stream time of the inputs holding it back) - grace, never lowered; an input
--- with no data, or silent for longer than idle (wall clock), does not hold it back.
+-- watermark: W = min(stream time of the inputs holding it back) - grace, never lowered; NULL
+-- while an input has never had data; an input silent for longer than idle (wall clock) after it
+-- had data does not hold it back (slidewin.join_watermark).
 -- pair_*_sql / late_*_sql / final_*_sql: the statements the trigger and slidewin.join_advance run,
 -- generated once by slidewin.join_sql from the definition.
 CREATE SCHEMA IF NOT EXISTS slidewin_joins;
