@@ -46,13 +46,16 @@ BEGIN
      WHERE name = v_s.name;
     -- through the parent table, so that its statement triggers keep the rollups exact; the
     -- oldest rows come from the primary key (time first) of each partition, merged: bounded by
-    -- the chunk
+    -- the chunk. A joined stream refuses deletes by hand (slidewin.joins_refuse_change): this
+    -- one deletes only what W has passed, and says so for its own statement
+    PERFORM set_config('slidewin.retention_stream', v_s.name, true);
     EXECUTE format(
         'WITH gone AS (DELETE FROM slidewin_streams.%1$I t USING (SELECT %2$I AS k, %3$I AS ts '
         'FROM slidewin_streams.%1$I WHERE %3$I < $1 ORDER BY %3$I LIMIT $2) d '
         'WHERE t.%2$I = d.k AND t.%3$I = d.ts RETURNING t.%3$I) SELECT count(*) FROM gone',
         v_s.name, v_s.key_column, v_s.time_column)
     INTO v_total USING v_cut, p_chunk;
+    PERFORM set_config('slidewin.retention_stream', '', true);
     PERFORM slidewin.counter_add('retention_deleted', jsonb_build_object('stream', v_s.name),
                                  v_total);
     RETURN v_total;
