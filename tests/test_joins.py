@@ -149,20 +149,11 @@ def test_a_record_that_would_contradict_an_outer_row_is_late_for_the_join(
     assert ("o3", "s") not in pairs_of(conn, "j")
 
 
-def test_an_input_with_no_data_does_not_hold_w_back(conn: psycopg.Connection) -> None:
-    declare(conn)
-    joins.define(conn, "j", left="orders", right="shipments", on="k", join_type="left",
-                 after=1 * S, idle=None)
-    batch(conn, "orders", [("o", "a", at(10)), ("o2", "a", at(20))], at(0))
-    assert joins.status(conn, "j").watermark == at(20)
-    assert pairs_of(conn, "j") == {("o", None)}
-
-
 def test_two_backlogs_started_together_are_joined_whichever_commits_first(
     conn: psycopg.Connection,
 ) -> None:
-    """An input with no data yet holds W back for idle after the join is defined, so the
-    second stream's first batch is not late; past that, it no longer does."""
+    """An input with no data yet holds W back, so the second stream's first batch is not late
+    (however long after the definition it comes: tests/test_join_watermark_rules.py)."""
     declare(conn)
     joins.define(conn, "j", left="orders", right="shipments", on="k", join_type="left",
                  before=S, after=S, idle=timedelta(minutes=1), now=at(0))
@@ -171,15 +162,6 @@ def test_two_backlogs_started_together_are_joined_whichever_commits_first(
     batch(conn, "shipments", [(f"s{i}", f"k{i}", at(i)) for i in range(300)], at(50))
     st = joins.status(conn, "j")
     assert (st.pairs, st.late_left, st.late_right) == (300, 0, 0)
-    conn.execute("TRUNCATE slidewin_streams.shipments")
-    conn.execute("DELETE FROM slidewin.stream_state WHERE stream = 'shipments'")
-    conn.execute("SELECT slidewin.join_define('j3', 'orders', 'shipments', 'k', "
-                 "p_join_type => 'left', p_now => %s)", (at(0),))
-    joins.advance(conn, at(59))
-    assert joins.status(conn, "j3").watermark is None  # shipments may still come
-    joins.advance(conn, at(61))
-    assert joins.status(conn, "j3").watermark == at(299)  # a minute on, they no longer hold it
-    assert joins.status(conn, "j3").left_only == 299  # o299: W = 299 s is not past it
 
 
 def test_an_idle_input_stops_holding_w_back_on_the_schedulers_tick(
@@ -203,10 +185,13 @@ def test_w_never_goes_back(conn: psycopg.Connection) -> None:
     joins.define(conn, "j", left="orders", right="shipments", on="k", idle=timedelta(seconds=10),
                  now=at(0))
     batch(conn, "orders", [("o", "a", at(50))], at(0))
-    joins.advance(conn, at(100))  # shipments never had data: W = 50
-    batch(conn, "shipments", [("s", "a", at(20))], at(100))  # late, and W stays at 50
+    batch(conn, "shipments", [("s", "b", at(60))], at(0))
     assert joins.status(conn, "j").watermark == at(50)
-    assert joins.status(conn, "j").late_right == 1
+    joins.advance(conn, at(100))  # both silent for over 10 s: the newer one counts, W = 60
+    assert joins.status(conn, "j").watermark == at(60)
+    batch(conn, "orders", [("o2", "a", at(55))], at(100))  # late; only orders active: 55 < 60
+    assert joins.status(conn, "j").watermark == at(60)
+    assert joins.status(conn, "j").late_left == 1
 
 
 def test_a_join_pairs_what_the_streams_hold_when_it_is_defined(conn: psycopg.Connection) -> None:
