@@ -236,7 +236,8 @@ UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets", "rollup_pieces",
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
             "stream_rollups_on_truncate", "joins_on_insert", "join_check_history",
-            "count_dead_letters", "count_ingest_batches"}
+            "count_dead_letters", "count_ingest_batches",
+            "joins_refuse_change"}
 
 
 @pytest.fixture

@@ -111,7 +111,7 @@ def joins_group() -> None:
               help="How far W stays behind the streams' time: records this late still pair.")
 @click.option("--idle", type=IDLE, default="1m", show_default=True,
               help="An input with no batch for this long (wall clock) stops holding W back; "
-                   "never: it always does.")
+                   "never: it always does. A stream with no data yet always holds it back.")
 @click.option("--type", "join_type", type=click.Choice(joins.TYPES), default="inner",
               show_default=True,
               help="inner: pairs only; left/right/full: also each record of that side with no "
