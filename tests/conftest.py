@@ -4,6 +4,7 @@ and a clean store per test. See tests/pgfixture.py for where the server comes fr
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -43,6 +44,28 @@ def pytest_report_header(config: pytest.Config) -> str:
     if os.environ.get("SLIDEWIN_TEST_DSN"):
         return "slidewin: PostgreSQL from SLIDEWIN_TEST_DSN"
     return "slidewin: PostgreSQL from testcontainers if Docker answers, else embedded pgserver"
+
+
+@functools.cache
+def java_missing() -> str | None:
+    """Why Spark cannot start on this machine (no Java 17+, as the ingest would say), or None."""
+    from slidewin.ingest.errors import JavaUnavailable
+    from slidewin.ingest.java import check_java
+
+    try:
+        check_java()
+    except JavaUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A Spark test (the ``spark`` marker, or one using the ``spark`` fixture) is skipped with
+    the reason when Java 17+ is missing, before any fixture starts a JVM -- never an error."""
+    uses_spark = item.get_closest_marker("spark") or "spark" in getattr(item, "fixturenames", ())
+    if uses_spark and (why := java_missing()):
+        pytest.skip(f"needs Java for Spark: {why}")
 
 
 @pytest.fixture(scope="session")
