@@ -22,7 +22,7 @@ RETURNS integer
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_have    integer;
+    v_have    bigint;
     v_name    text;
     v_options text[] := ARRAY[
         'autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=2000',

@@ -13,9 +13,9 @@ DECLARE
     v_grains integer[] := ARRAY[1] || slidewin.rollup_grains();
     v_left   timestamptz := p_from;
     v_right  timestamptz := p_to;
-    v_g      integer[] := '{}';
-    v_lo     timestamptz[] := '{}';
-    v_hi     timestamptz[] := '{}';
+    v_g      integer[] := '{}'::integer[];
+    v_lo     timestamptz[] := '{}'::timestamptz[];
+    v_hi     timestamptz[] := '{}'::timestamptz[];
     v_next   integer;
     v_a      timestamptz;
     v_b      timestamptz;

@@ -20,12 +20,11 @@ AS $$
 DECLARE
     v_g      bigint := gcd(p_size, p_advance);
     v_span   bigint := (p_windows - 1) * p_advance + p_size;
-    v_used   integer[] := '{}';
+    v_used   integer[] := '{}'::integer[];
     v_fine   bigint;
     v_pieces bigint := 0;
     v_sets   bigint;
     v_grain  integer;
-    i        integer;
 BEGIN
     IF p_windows <= 0 THEN
         RETURN 0;
