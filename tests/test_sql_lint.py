@@ -184,3 +184,15 @@ def test_plpgsql_check_finds_nothing_that_is_not_listed(lint_conn: psycopg.Conne
     assert new == {}, "fix these in procedures/, or list them in KNOWN with the reason"
     gone = sorted(KNOWN.keys() - found.keys())
     assert gone == [], "these no longer occur: take them out of KNOWN"
+
+
+def test_without_the_extension_the_lint_skips_saying_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nowhere = "postgresql://postgres@127.0.0.1:1/postgres"  # nothing listens on port 1
+    monkeypatch.setenv("SLIDEWIN_TEST_DSN", nowhere)
+    monkeypatch.setattr(f"{__name__}.MACHINE_PG", nowhere)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        server_with_plpgsql_check()
+    assert "plpgsql_check is not available" in str(skipped.value)
+    assert "apt-get install postgresql-15-plpgsql-check" in str(skipped.value)
