@@ -15,6 +15,13 @@ A key *value* is data, not a name: the hostile strings are stored and read back 
 And names the rules do allow but SQL reserves (``select``, ``order``, ``from``, ``limit``,
 ``table``, ``union``) make objects with exactly those names, through every DDL and query path:
 define, alter, insert, windows, a join's results, nibble, drop.
+
+Sites no user's name reaches are left out: partition upkeep (ensure_partitions, nibble,
+attach_rollup_triggers and attach_session_trigger take partition numbers or a regclass,
+refresh_minute_history nothing), the counters' triggers (the store's own tables), and
+grant_roles/create_roles (role names are cluster-wide; tests/test_roles.py owns them). The
+statement triggers of streams and joins run the SQL stored at definition, which the key-value
+and reserved-word tests here fire.
 """
 
 from __future__ import annotations
