@@ -215,13 +215,13 @@ def _stream_failed(
         if "Wrong basePath" in text:  # a checkpoint of another landing folder
             fix = "give each landing folder its own --query-id (or --checkpoint-dir)"
         return IngestError(
-            f"stream {handler.stream} failed in Spark: {text}; {fix} and run slidewin ingest "
+            f"{handler.subject} failed in Spark: {text}; {fix} and run slidewin ingest "
             "again (uncommitted batches are read again)"
         )
     batch_id, exc = handler.failure
     fix = fix_for_sqlstate(getattr(exc, "sqlstate", None)) or "fix the cause"
     error = IngestError(
-        f"stream {handler.stream} failed in batch {batch_id}: {type(exc).__name__}: "
+        f"{handler.subject} failed in batch {batch_id}: {type(exc).__name__}: "
         f"{first_line(str(exc))}; the batch's transaction rolled back and it is read again "
         f"when the ingest restarts -- {fix}, then run slidewin ingest again"
     )
