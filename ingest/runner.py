@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from slidewin.db.clock import Clock, utc_now
 from slidewin.db.connect import connect
-from slidewin.db.errors import fix_for_sqlstate
+from slidewin.db.errors import DatabaseUnavailable, fix_for_sqlstate
 from slidewin.db.events import partition_count
-from slidewin.db.reconnect import Reconnector, fmt_duration
+from slidewin.db.reconnect import Heartbeat, Reconnector, fmt_duration
 from slidewin.db.schema import require_schema
 from slidewin.db.signals import stop_on_signals
 from slidewin.ingest import checkpoints, java
@@ -103,6 +103,8 @@ def run(
     session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
     # one waiter for every stream: a restart prints its lost/back lines once; a stop ends a wait
     reconnect = Reconnector(dsn, config.reconnect, progress, stop=stop)
+    # an idle ingest runs no statement: this notices a database gone while no file arrives
+    heartbeat = Heartbeat(dsn, reconnect)
     def on_declared(stream: str, result: BatchResult) -> None:
         totals.add(result)
         if on_batch is not None:
@@ -134,9 +136,10 @@ def run(
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
-            _wait(queries, handlers, stop, reconnect, declared)
+            _wait(queries, handlers, stop, reconnect, declared, heartbeat)
     finally:
         swept.set()
+        heartbeat.close()
         _stop_all([*queries, *declared.queries()], [*handlers, *declared.handlers()])
         for name in config.stream_names:
             tidy_last_batch(config, name)
@@ -167,9 +170,12 @@ def _wait(
     stop: threading.Event,
     reconnect: Reconnector | None = None,
     declared: DeclaredStreams | None = None,
+    heartbeat: Heartbeat | None = None,
 ) -> None:
     """Until every query ended (``--once``) or ``stop`` is set; ``declared``: the declared
-    streams' queries, waited on, checked and kept in step with the registry as well."""
+    streams' queries, waited on, checked and kept in step with the registry as well;
+    ``heartbeat``: the database checked every few seconds, batches or none (a database gone
+    is waited for, and ends the run after ``--reconnect-timeout``)."""
     from pyspark.errors import StreamingQueryException
 
     pairs = list(zip(queries, handlers, strict=True))
@@ -184,10 +190,21 @@ def _wait(
             _check(q, handler, stop, reconnect)
         if declared is not None:
             declared.tick(stop)
+        if heartbeat is not None:
+            _beat(heartbeat, stop)
     for q, handler in pairs:  # a stream that failed as the last one ended
         _check(q, handler, stop, reconnect)
     if declared is not None:
         declared.check(stop)
+
+
+def _beat(heartbeat: Heartbeat, stop: threading.Event) -> None:
+    """One heartbeat; a wait for the database that a stop ended is the stop, not a failure."""
+    try:
+        heartbeat.beat()
+    except DatabaseUnavailable:
+        if not stop.is_set():
+            raise
 
 
 def _check(
