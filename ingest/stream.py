@@ -344,8 +344,9 @@ class BatchHandler:
         instead of being retried file by file or dead-lettering its files as unreadable."""
         if self._stopping.is_set() or is_cancellation(exc):
             raise BatchCancelled(
-                f"[{self.stream}] batch cancelled by the stop ({spark_error_text(exc)}); it is "
-                "read again when the ingest starts"
+                f"[{self.stream}] batch cancelled: Spark stopped its job "
+                f"({spark_error_text(exc)}); it rolled back and is read again when the ingest "
+                "starts"
             ) from exc
 
     def _inline(self) -> InlineRetention | None:

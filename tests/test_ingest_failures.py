@@ -61,7 +61,8 @@ def test_a_parquet_read_cancelled_by_a_stop_rolls_the_batch_back_instead_of_dead
     tmp_path,
 ):
     handler = BatchHandler(config(tmp_path), DSN, "parquet", 4, lambda *_: None)
-    with pytest.raises(BatchCancelled, match=r"\[parquet\] batch cancelled by the stop"):
+    stopped = r"\[parquet\] batch cancelled: Spark stopped its job \(\[SPARK_JOB_CANCELLED\] Job 12"
+    with pytest.raises(BatchCancelled, match=stopped):
         handler._collect_files(RaisingSpark(CANCELLED), ["/l/x.parquet"], [])
 
 
