@@ -2,10 +2,10 @@
 
 Defaults suit a laptop or a small VM: ``local[*]``, the UI off (it opens a port and costs memory)
 unless asked for, Spark's own log kept out of the terminal (``log_profile``; ``verbose``, the
-CLI's ``-v``, shows its warnings and errors), few shuffle
-partitions (the default 200 makes tiny tasks that dominate a micro-batch), UTC as the session
-time zone (naive ISO timestamps mean UTC), Arrow for ``toArrow``/``toPandas``, and a bounded
-driver heap, and a class-data-sharing archive for a faster start (``ingest.classcache``).
+CLI's ``-v``, shows its warnings and errors), few shuffle partitions (the default 200 makes
+tiny tasks that dominate a micro-batch), UTC as the session time zone (naive ISO timestamps
+mean UTC), Arrow for ``toArrow``/``toPandas``, and a bounded driver heap, and a
+class-data-sharing archive for a faster start (``ingest.classcache``).
 ``stop_session`` also closes the py4j gateway and waits for the JVM to exit, so a stopped
 ingest leaves no JVM behind. Spark's private names (the gateway, the checkpoint file manager,
 logger class names) are used only through ``ingest.spark_internals``.
