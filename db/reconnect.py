@@ -17,10 +17,16 @@ and reconnects silently.
 One deadline for the whole process: once a wait has given up, every later wait (another
 stream's next batch, another thread) fails at once with the same error, instead of waiting
 out ``--reconnect-timeout`` again in turn.
+
+A command that is idle (an ingest with no file arriving) would not hit an error at all: its
+``Heartbeat`` runs ``SELECT 1`` on a connection of its own at most every ``HEARTBEAT_EVERY_S``
+and hands a lost database to the same waiter, so the outage is said, waited for, and given up
+on after ``--reconnect-timeout`` as if a batch had found it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +45,7 @@ DEFAULT_TIMEOUT = timedelta(minutes=3)
 LOST_STATES = frozenset({"57P01", "57P02", "57P03"})
 QUIET_AFTER_S = 60.0  # a connection that died in an outage ended this recently reconnects silently
 PROBE_TIMEOUT_S = 5
+HEARTBEAT_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -237,6 +244,55 @@ class Reconnector:
             "--reconnect-timeout (e.g. 10m)"
         )
         return self.gave_up
+
+
+class Heartbeat:
+    """``SELECT 1`` on a connection of its own, at most every ``every_s`` seconds (``clock``
+    monotonic, injectable); a database found gone goes to ``reconnect`` (see the module
+    docstring). Not thread-safe: one caller, the command's main loop."""
+
+    def __init__(
+        self,
+        dsn: str,
+        reconnect: Reconnector,
+        *,
+        every_s: float = HEARTBEAT_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.dsn, self.reconnect, self.every_s, self.clock = dsn, reconnect, every_s, clock
+        self._conn: psycopg.Connection | None = None
+        self._last: float | None = None
+
+    def beat(self) -> bool:
+        """Check the database if a check is due; True when it checked (and it answered, at
+        once or after a wait). Raises DatabaseUnavailable when it did not come back within
+        ``--reconnect-timeout`` (or the wait was stopped); other errors as they come."""
+        now = self.clock()
+        if self._last is not None and now - self._last < self.every_s:
+            return False
+        self._last = now
+        try:
+            self._connection().execute("SELECT 1")
+        except Exception as exc:
+            self.close()
+            if not is_connection_lost(exc):
+                raise
+            self.reconnect.wait(exc)
+            self._last = self.clock()  # the wait just saw it answer
+        return True
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = psycopg.connect(
+                self.dsn, autocommit=True, connect_timeout=PROBE_TIMEOUT_S
+            )
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
 
 
 def error_line(exc: BaseException) -> str:

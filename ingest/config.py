@@ -83,6 +83,7 @@ class IngestConfig:
     # how long archived files are kept (by modification time); None: the history, see module doc
     archive_for: timedelta | None = None
     epoch_unit: str = "auto"
+    verbose: bool = False  # -v: Spark's own warnings and errors on stderr (``ingest.spark``)
 
     def __post_init__(self) -> None:
         self._check_choices()

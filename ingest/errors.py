@@ -17,6 +17,46 @@ class JavaUnavailable(IngestError):
     exit_code = 2
 
 
+class BatchCancelled(IngestError):
+    """Spark cancelled the batch's job -- the ingest is stopping, or Spark is shutting down --
+    so the batch is neither stored nor dead-lettered: its transaction rolls back and it is
+    read again when the ingest starts again."""
+
+
+# Spark's words for a job it cancelled: a stop (``StreamingQuery.stop`` cancels the query's job
+# group and interrupts its thread) or a SparkContext shutting down -- never a file's fault
+CANCELLED_MARKS = (
+    "SPARK_JOB_CANCELLED",
+    "OPERATION_CANCELED",
+    "SparkContext was shut down",
+    "stopped SparkContext",
+    "SparkContext is stopped",
+    "InterruptedException",
+    "ClosedByInterruptException",
+)
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """Does this Spark failure (or one in its ``__cause__`` chain) say that Spark cancelled the
+    job rather than that a file could not be read? Read from the exception's text, which holds
+    the Java message (a JVM that is gone leaves py4j's own words, read as they are)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if any(mark in _text(seen) for mark in CANCELLED_MARKS):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # a py4j error asks the JVM for its text; the JVM may be gone
+        return type(exc).__name__
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of an error's text (Spark's run to pages), at most 500 chars."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
@@ -58,6 +98,7 @@ def _chain_messages(java: Any, limit: int = 10) -> list[str]:
 
 
 __all__ = [
+    "BatchCancelled",
     "ConfigError",
     "DatabaseUnavailable",
     "IngestError",
@@ -65,5 +106,6 @@ __all__ = [
     "SchemaMissing",
     "SlidewinError",
     "first_line",
+    "is_cancellation",
     "spark_error_text",
 ]

@@ -47,7 +47,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -55,6 +55,7 @@ from urllib.parse import unquote, urlparse
 
 from slidewin.db.clock import Clock, utc_now
 from slidewin.ingest import archive
+from slidewin.ingest.backlog import Folder
 from slidewin.ingest.config import IngestConfig
 from slidewin.ingest.parse import TEXT_EXTENSIONS
 from slidewin.ingest.tidy import batch_entries, dispose, last_committed_batch
@@ -71,9 +72,9 @@ _KINDS = {
 
 
 @dataclass
-class _Index:
-    """What one stream's source log says: path -> (modification time in ms of the file read,
-    the batch that read it)."""
+class SourceLog:
+    """What one stream's source log (``<checkpoint>/sources/0``) says: path -> (modification
+    time in ms of the file read, the batch that read it)."""
 
     folder: Path
     seen: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -101,6 +102,11 @@ class _Index:
             stamp = int(record["timestamp"])
             self.seen[path] = (stamp, int(record.get("batchId", batch_id)))
             self.newest_ms = max(self.newest_ms, stamp)
+
+    def lists(self, path: str, mtime_ms: int) -> bool:
+        """Did a batch pick up this file -- this path with this modification time?"""
+        logged = self.seen.get(path)
+        return logged is not None and logged[0] == mtime_ms
 
     def _forget_old(self) -> None:
         horizon = self.newest_ms - _ms(MAX_FILE_AGE)
@@ -163,12 +169,13 @@ class LandingSweep:
     ) -> None:
         self.config, self.progress, self.clock = config, progress, clock
         self.indexes = {
-            stream: _Index(config.checkpoint_for(stream) / "sources" / "0")
+            stream: SourceLog(config.checkpoint_for(stream) / "sources" / "0")
             for stream in config.stream_names
         }
         self.suffixes = {stream: _suffixes(config, stream) for stream in config.stream_names}
         self._lock = threading.Lock()
         self._said: set[str] = set()  # entries that could not be moved aside: said once
+        self._logs: dict[Path, SourceLog] = {}  # declared streams' source logs, by checkpoint
 
     def sweep(self, *, leftovers: bool = False) -> int:
         """One pass; ``leftovers`` (the first pass) also tidies files a killed run left.
@@ -273,7 +280,7 @@ class LandingSweep:
 
     # --- 2. handing back, 3. left behind --------------------------------------------------------
 
-    def _hand_back(self, path: Path, index: _Index, committed: int, leftovers: bool) -> str:
+    def _hand_back(self, path: Path, index: SourceLog, committed: int, leftovers: bool) -> str:
         try:
             mtime_ms = int(path.stat().st_mtime * 1000)
         except OSError:  # gone meanwhile (Spark archived it), or moved aside just now
@@ -317,6 +324,25 @@ class LandingSweep:
             "count as duplicates)"
         )
         return 1
+
+    # --- what is waiting (``ingest.backlog``) -----------------------------------------------------
+
+    def folders(self, declared: Iterable[tuple[Path, Path, tuple[str, ...]]] = ()) -> list[Folder]:
+        """The folders whose waiting files ``ingest.backlog`` counts: the landing directory,
+        with the built-in streams' files (those their source logs list are picked up), and
+        each declared stream's ``(folder, checkpoint, suffixes)``, its source log read here."""
+        suffixes = tuple(s for of_stream in self.suffixes.values() for s in of_stream)
+        found = [Folder(self.config.landing, suffixes, self._picked_up)]
+        for folder, checkpoint, its_suffixes in declared:
+            log = self._logs.get(checkpoint)
+            if log is None:
+                log = self._logs[checkpoint] = SourceLog(checkpoint / "sources" / "0")
+            log.refresh()
+            found.append(Folder(folder, its_suffixes, log.lists))
+        return found
+
+    def _picked_up(self, path: str, mtime_ms: int) -> bool:
+        return any(index.lists(path, mtime_ms) for index in self.indexes.values())
 
     # --- 4. the archive -------------------------------------------------------------------------
 

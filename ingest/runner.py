@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 
 from slidewin.db.clock import Clock, utc_now
 from slidewin.db.connect import connect
-from slidewin.db.errors import fix_for_sqlstate
+from slidewin.db.errors import DatabaseUnavailable, fix_for_sqlstate
 from slidewin.db.events import partition_count
-from slidewin.db.reconnect import Reconnector, fmt_duration
+from slidewin.db.reconnect import Heartbeat, Reconnector, fmt_duration
 from slidewin.db.schema import require_schema
 from slidewin.db.signals import stop_on_signals
 from slidewin.ingest import checkpoints, java
+from slidewin.ingest.backlog import BehindAlarm, behind_after, measure
 from slidewin.ingest.config import FOREVER, IngestConfig, resolve_retention
 from slidewin.ingest.errors import IngestError, first_line
 from slidewin.ingest.landing import SWEEP_EVERY_S, LandingSweep
@@ -75,8 +76,13 @@ def run(
     spark: SparkSession | None = None,
     on_batch: Callable[[str, BatchResult], None] | None = None,
     clock: Clock = utc_now,
+    warn: Callable[[str], None] | None = None,
 ) -> Totals:
     """Run the ingest until done (``--once``) or ``stop`` is set. Returns the totals.
+
+    Unless ``--once``, a warning goes to ``warn`` (default ``progress``) while the ingest falls
+    behind: the files waiting in the landing folders and the oldest one's age
+    (``ingest.backlog``), at most every 30 s, and a line when it has caught up.
 
     With ``spark`` given (tests share one session) the queries are stopped but the session is
     left running; otherwise the session is built here and stopped, JVM included, at the end.
@@ -100,9 +106,14 @@ def run(
             sweep.after_batch(stream, result.batch_id)  # before Spark's clean-up moves files
 
     owned = spark is None
-    session = build_session(config.master, ui=config.spark_ui) if spark is None else spark
+    session = (
+        build_session(config.master, ui=config.spark_ui, verbose=config.verbose)
+        if spark is None else spark
+    )
     # one waiter for every stream: a restart prints its lost/back lines once; a stop ends a wait
     reconnect = Reconnector(dsn, config.reconnect, progress, stop=stop)
+    # an idle ingest runs no statement: this notices a database gone while no file arrives
+    heartbeat = Heartbeat(dsn, reconnect)
     def on_declared(stream: str, result: BatchResult) -> None:
         totals.add(result)
         if on_batch is not None:
@@ -130,13 +141,15 @@ def run(
         progress(_started_line(config, session))
         declared.sync()
         if not config.once:
-            _sweep_until(sweep, swept)
+            watch = _backlog_watch(config, sweep, declared, warn or progress, clock)
+            _sweep_until(sweep, swept, watch)
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
-            _wait(queries, handlers, stop, reconnect, declared)
+            _wait(queries, handlers, stop, reconnect, declared, heartbeat)
     finally:
         swept.set()
+        heartbeat.close()
         _stop_all([*queries, *declared.queries()], [*handlers, *declared.handlers()])
         for name in config.stream_names:
             tidy_last_batch(config, name)
@@ -150,15 +163,47 @@ def run(
     return totals
 
 
-def _sweep_until(sweep: LandingSweep, stop: threading.Event) -> None:
-    """Sweep the landing directory every few seconds in a thread until ``stop`` is set."""
+def _sweep_until(
+    sweep: LandingSweep, stop: threading.Event, watch: Callable[[], None] = lambda: None
+) -> None:
+    """Sweep the landing directory every few seconds in a thread until ``stop`` is set; then
+    ``watch`` what is left waiting."""
 
     def loop() -> None:
         while not stop.wait(SWEEP_EVERY_S):
             with contextlib.suppress(Exception):  # a sweep that fails is tried again later
                 sweep.sweep()
+            with contextlib.suppress(Exception):  # so is a measurement
+                watch()
 
     threading.Thread(target=loop, name="slidewin-landing-sweep", daemon=True).start()
+
+
+def _backlog_watch(
+    config: IngestConfig,
+    sweep: LandingSweep,
+    declared: DeclaredStreams,
+    warn: Callable[[str], None],
+    clock: Clock,
+) -> Callable[[], None]:
+    """Measure the files waiting in every stream's folder; warn while the ingest is behind."""
+    from slidewin.ingest.typed import EXTENSIONS
+    from slidewin.ingest.typed_stream import checkpoint_name, folder_of
+
+    alarm = BehindAlarm(behind_after(config.trigger, config.streams_trigger or config.trigger))
+    suffixes = tuple(f".{ext}" for ext in EXTENSIONS)
+
+    def watch() -> None:
+        folders = sweep.folders(
+            (folder_of(config, name), config.checkpoint_for(checkpoint_name(name)), suffixes)
+            for name in list(declared.running)
+        )
+        now = clock()
+        line = alarm.check(measure(folders, now), now)
+        if line is not None:
+            warn(line)
+
+    return watch
 
 
 def _wait(
@@ -167,9 +212,12 @@ def _wait(
     stop: threading.Event,
     reconnect: Reconnector | None = None,
     declared: DeclaredStreams | None = None,
+    heartbeat: Heartbeat | None = None,
 ) -> None:
     """Until every query ended (``--once``) or ``stop`` is set; ``declared``: the declared
-    streams' queries, waited on, checked and kept in step with the registry as well."""
+    streams' queries, waited on, checked and kept in step with the registry as well;
+    ``heartbeat``: the database checked every few seconds, batches or none (a database gone
+    is waited for, and ends the run after ``--reconnect-timeout``)."""
     from pyspark.errors import StreamingQueryException
 
     pairs = list(zip(queries, handlers, strict=True))
@@ -184,10 +232,21 @@ def _wait(
             _check(q, handler, stop, reconnect)
         if declared is not None:
             declared.tick(stop)
+        if heartbeat is not None:
+            _beat(heartbeat, stop)
     for q, handler in pairs:  # a stream that failed as the last one ended
         _check(q, handler, stop, reconnect)
     if declared is not None:
         declared.check(stop)
+
+
+def _beat(heartbeat: Heartbeat, stop: threading.Event) -> None:
+    """One heartbeat; a wait for the database that a stop ended is the stop, not a failure."""
+    try:
+        heartbeat.beat()
+    except DatabaseUnavailable:
+        if not stop.is_set():
+            raise
 
 
 def _check(
@@ -215,13 +274,13 @@ def _stream_failed(
         if "Wrong basePath" in text:  # a checkpoint of another landing folder
             fix = "give each landing folder its own --query-id (or --checkpoint-dir)"
         return IngestError(
-            f"stream {handler.stream} failed in Spark: {text}; {fix} and run slidewin ingest "
+            f"{handler.subject} failed in Spark: {text}; {fix} and run slidewin ingest "
             "again (uncommitted batches are read again)"
         )
     batch_id, exc = handler.failure
     fix = fix_for_sqlstate(getattr(exc, "sqlstate", None)) or "fix the cause"
     error = IngestError(
-        f"stream {handler.stream} failed in batch {batch_id}: {type(exc).__name__}: "
+        f"{handler.subject} failed in batch {batch_id}: {type(exc).__name__}: "
         f"{first_line(str(exc))}; the batch's transaction rolled back and it is read again "
         f"when the ingest restarts -- {fix}, then run slidewin ingest again"
     )

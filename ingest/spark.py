@@ -1,10 +1,11 @@
 """The one place a SparkSession is built and torn down.
 
 Defaults suit a laptop or a small VM: ``local[*]``, the UI off (it opens a port and costs memory)
-unless asked for, Spark's log at WARN from the first line (``spark.log.level``), few shuffle
-partitions (the default 200 makes tiny tasks that dominate a micro-batch), UTC as the session
-time zone (naive ISO timestamps mean UTC), Arrow for ``toArrow``/``toPandas``, and a bounded
-driver heap, and a class-data-sharing archive for a faster start (``ingest.classcache``).
+unless asked for, Spark's own log kept out of the terminal (``log_profile``; ``verbose``, the
+CLI's ``-v``, shows its warnings and errors), few shuffle partitions (the default 200 makes
+tiny tasks that dominate a micro-batch), UTC as the session time zone (naive ISO timestamps
+mean UTC), Arrow for ``toArrow``/``toPandas``, and a bounded driver heap, and a
+class-data-sharing archive for a faster start (``ingest.classcache``).
 ``stop_session`` also closes the py4j gateway and waits for the JVM to exit, so a stopped
 ingest leaves no JVM behind. Spark's private names (the gateway, the checkpoint file manager,
 logger class names) are used only through ``ingest.spark_internals``.
@@ -13,6 +14,7 @@ logger class names) are used only through ``ingest.spark_internals``.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 import warnings
@@ -37,38 +39,69 @@ DRIVER_GC = "-XX:+UseParallelGC"
 EXCLUDED_RULES = "org.apache.spark.sql.catalyst.optimizer.PushFoldableIntoBranches"
 PARTITION_BYTES = 4 * 2**20  # input per Spark partition: a 200k-event Parquet file is ~3 MB
 FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
-# Spark's default log4j profile logs INFO until setLogLevel runs and announces itself; this one
-# is WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop)
+# Spark's default log4j profile logs INFO until setLogLevel runs and announces itself. Ours
+# logs only FATAL by default: Spark's warnings and errors are not the user's to read -- a
+# failure that matters reaches slidewin, which says it in one line -- and at a stop under load
+# the JVM's heartbeat and RPC threads print pages of stack traces (RpcEndpointNotFoundException)
+# about endpoints already shut down. With ``verbose`` (``slidewin ingest -v``) the profile is
+# WARN from the first line, and quiets the one warning every laptop gets (no native Hadoop)
 # and a failed query's "terminated with error" (pages of Java and Python stack: slidewin reports
 # the failure itself, in one line), and the warnings (one with a stack trace) of a restart about
 # the last batch's files, which ``ingest.tidy`` archived on purpose when the previous run
 # stopped: Spark looks them up again to rebuild that batch's plan and to archive them once more.
 # (The quieted class names are in ``spark_internals.QUIET_LOGGERS``.)
-LOG4J2 = """\
-rootLogger.level = warn
+QUIET_LEVEL, VERBOSE_LEVEL = "FATAL", "WARN"
+_LOG4J2_HEAD = """\
+rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-""" + "".join(
-    f"logger.{key}.name = {name}\nlogger.{key}.level = {level}\n"
-    for key, name, level in spark_internals.QUIET_LOGGERS
-)
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+"""
+# the Python side of the gateway logs a closed connection at a stop with a traceback
+PY4J_LOGGER = "py4j"
+# PySpark's JVM counts as a shell: its log level comes from this logger's (WARN when it has
+# none), and a shell level other than the root's prints "Setting default log level" lines
 
 
-def log4j_file() -> Path:
+def log_level(verbose: bool = False) -> str:
+    return VERBOSE_LEVEL if verbose else QUIET_LEVEL
+
+
+def log_profile(verbose: bool = False) -> str:
+    """slidewin's log4j2 configuration: FATAL only, or (``verbose``) WARN with a few noisy
+    classes quieted (``spark_internals.QUIET_LOGGERS``)."""
+    head = _LOG4J2_HEAD.format(level=log_level(verbose).lower())
+    if not verbose:
+        shell = spark_internals.SHELL_LOGGER
+        return head + f"logger.shell.name = {shell}\nlogger.shell.level = {QUIET_LEVEL.lower()}\n"
+    return head + "".join(
+        f"logger.{key}.name = {name}\nlogger.{key}.level = {level}\n"
+        for key, name, level in spark_internals.QUIET_LOGGERS
+    )
+
+
+def log4j_file(verbose: bool = False) -> Path:
     """Write slidewin's log4j2 configuration to the temp directory (idempotent). The name
     carries a digest of the content: two slidewin versions on one machine never read each
     other's."""
-    digest = hashlib.sha256(LOG4J2.encode()).hexdigest()[:12]
+    profile = log_profile(verbose)
+    digest = hashlib.sha256(profile.encode()).hexdigest()[:12]
     path = Path(tempfile.gettempdir()) / f"slidewin-log4j2-{digest}.properties"
-    if not path.is_file() or path.read_text(encoding="utf-8") != LOG4J2:
+    if not path.is_file() or path.read_text(encoding="utf-8") != profile:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(LOG4J2, encoding="utf-8")
+        tmp.write_text(profile, encoding="utf-8")
         os.replace(tmp, path)
     return path
+
+
+def quiet_py4j(verbose: bool = False) -> None:
+    """py4j's own log (a gateway connection closed while the JVM stops, with a Python
+    traceback) only with ``verbose``: Python prints a library's warnings to stderr even
+    when nothing configured logging."""
+    logging.getLogger(PY4J_LOGGER).setLevel(logging.WARNING if verbose else logging.CRITICAL)
 
 
 def session_conf(
@@ -78,15 +111,17 @@ def session_conf(
     shuffle_partitions: int | None = None,
     driver_memory: str = DEFAULT_DRIVER_MEMORY,
     java_options: str = "",
+    verbose: bool = False,
 ) -> dict[str, str]:
-    """The Spark settings slidewin runs with (pure: testable without a JVM)."""
+    """The Spark settings slidewin runs with (pure: testable without a JVM); ``verbose``:
+    Spark's warnings and errors on stderr (``log_profile``)."""
     partitions = shuffle_partitions or max(2, os.cpu_count() or 2)
     return {
         "spark.master": master,
         "spark.app.name": "slidewin-ingest",
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.log.level": "WARN",
+        "spark.log.level": log_level(verbose),
         "spark.sql.shuffle.partitions": str(partitions),
         "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
@@ -111,7 +146,7 @@ def session_conf(
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.driver.memory": driver_memory,
         "spark.driver.extraJavaOptions": (
-            f"{DRIVER_GC} -Dlog4j2.configurationFile=file:{log4j_file()} {java_options}"
+            f"{DRIVER_GC} -Dlog4j2.configurationFile=file:{log4j_file(verbose)} {java_options}"
         ).strip(),
     }
 
@@ -122,8 +157,10 @@ def build_session(
     ui: bool = False,
     shuffle_partitions: int | None = None,
     driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    verbose: bool = False,
 ) -> SparkSession:
-    """Start (or join) the process's SparkSession with slidewin's settings."""
+    """Start (or join) the process's SparkSession with slidewin's settings; ``verbose``:
+    Spark's own warnings and errors on stderr, else only what is fatal."""
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
     from pyspark.sql import SparkSession
 
@@ -139,11 +176,13 @@ def build_session(
         shuffle_partitions=shuffle_partitions,
         driver_memory=driver_memory,
         java_options=cache.java_options() if cache else "",
+        verbose=verbose,
     )
+    quiet_py4j(verbose)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(log_level(verbose))
     # the default FileContext forks a ``readlink`` shell per checkpoint log file (several per
     # micro-batch): a large part of a batch's fixed time on a busy machine
     spark_internals.use_plain_checkpoint_files(spark)

@@ -23,8 +23,9 @@ What it touches (as of PySpark 4.3), what breaks if Spark changes it, and the fa
   ``FileSystemBasedCheckpointFileManager`` (its package moved between versions). Without either
   name, Spark's default (FileContext) manager stays: correct, but it forks a ``readlink`` per
   checkpoint log file on the local file system.
-- Class names in the log4j2 profile (``QUIET_LOGGERS``): if a class moves, its warnings come
-  back in the log (noise only).
+- Class names in the log4j2 profile (``QUIET_LOGGERS``, ``SHELL_LOGGER``): if a class moves,
+  its warnings come back in the log, or (``SHELL_LOGGER``) Spark says "Setting default log
+  level" as it starts (noise only).
 - The read option ``__globPaths__`` (``GLOB_PATHS_OPTION``, DataSource's ``GLOB_PATHS_KEY``):
   ``false`` makes a batch read take its paths as paths, not Hadoop glob patterns, so a file
   named ``a[1].jsonl`` is that file (the file source sets it for its own batches). With it set,
@@ -57,7 +58,9 @@ CHECKPOINT_MANAGERS = (
     "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
 )
 _STREAMING = "org.apache.spark.sql.execution.streaming"
-# (key in the log4j2 profile, logger = Spark class, level) -- see ingest.spark.LOG4J2 for why
+# the class whose logger sets the level of a shell's log (PySpark's JVM is one): see log_profile
+SHELL_LOGGER = "org.apache.spark.api.python.PythonGatewayServer"
+# (key in the log4j2 profile, logger = Spark class, level) -- see ingest.spark.log_profile for why
 QUIET_LOGGERS = (
     ("hadoop", "org.apache.hadoop.util.NativeCodeLoader", "error"),
     ("dag", "org.apache.spark.scheduler.DAGScheduler", "error"),

@@ -32,7 +32,7 @@ from slidewin.db.connect import connect
 from slidewin.db.reconnect import Reconnector, is_connection_lost
 from slidewin.ingest import batch, foreign, isolate, landing, parse
 from slidewin.ingest.config import IngestConfig
-from slidewin.ingest.errors import first_line, spark_error_text
+from slidewin.ingest.errors import BatchCancelled, first_line, is_cancellation, spark_error_text
 from slidewin.ingest.pull import PullUnavailable, indexed_partitions
 from slidewin.ingest.sink import (
     BatchResult,
@@ -74,6 +74,7 @@ class BatchHandler:
         *, reconnect: Reconnector | None = None, clock: Clock = utc_now,
     ) -> None:
         self.config, self.dsn, self.stream = config, dsn, stream
+        self.subject = f"stream {stream}"  # what an error calls it: "stream text failed ..."
         self.partitions, self.on_result = partitions, on_result
         self.reconnect = reconnect  # None: a lost database fails the batch (and the query)
         self.clock = clock  # "now" of the future rule, read on the driver once per batch
@@ -83,6 +84,7 @@ class BatchHandler:
         self._bound = threading.Event()
         self._fixed: tuple[list[parse.Step], list[parse.Step]] | None = None  # parse, output
         self._pull = True  # False once this Spark turned out to lack ingest.pull's path
+        self._stopping = threading.Event()  # set by cancel(): a Spark failure now is the stop's
 
     def bind(self, checkpoint_id: str) -> None:
         """Called with the started query's id (stable for the life of its checkpoint)."""
@@ -226,6 +228,7 @@ class BatchHandler:
                 if by_driver:
                     partials = pa.concat_tables(summed) if summed else None
             except (*SPARK_ERRORS, PullUnavailable) as exc:
+                self._raise_if_cancelled(exc)
                 raise _PulledBatchFailed(first_line(str(exc))) from exc
             finally:
                 if summing is not None:
@@ -259,6 +262,7 @@ class BatchHandler:
             try:
                 return parse.newest_valid(parse.apply(df, judged))
             except SPARK_ERRORS as exc:
+                self._raise_if_cancelled(exc)
                 if by_file:
                     raise
                 raise _PulledBatchFailed(first_line(str(exc))) from exc
@@ -304,6 +308,7 @@ class BatchHandler:
         try:
             return parse.apply(foreign.read_foreign(spark, check.path), steps).toArrow()
         except SPARK_ERRORS as exc:
+            self._raise_if_cancelled(exc)
             name = PurePosixPath(check.path).name
             return batch.unreadable_file(name, check.path, spark_error_text(exc))
 
@@ -324,6 +329,7 @@ class BatchHandler:
         try:
             return parse.apply(parse.read_files(spark, self.stream, paths), steps).toArrow()
         except SPARK_ERRORS as exc:
+            self._raise_if_cancelled(exc)
             if len(paths) == 1:
                 name = PurePosixPath(paths[0]).name
                 return batch.unreadable_file(name, paths[0], spark_error_text(exc))
@@ -331,6 +337,17 @@ class BatchHandler:
             [self._collect_files(spark, [path], steps) for path in paths],
             promote_options="permissive",
         )
+
+    def _raise_if_cancelled(self, exc: BaseException) -> None:
+        """A Spark job cancelled by a stop (or a SparkContext shutting down) says nothing about
+        the batch's files: the batch fails and rolls back -- read again at the next start --
+        instead of being retried file by file or dead-lettering its files as unreadable."""
+        if self._stopping.is_set() or is_cancellation(exc):
+            raise BatchCancelled(
+                f"[{self.stream}] batch cancelled: Spark stopped its job "
+                f"({spark_error_text(exc)}); it rolled back and is read again when the ingest "
+                "starts"
+            ) from exc
 
     def _inline(self) -> InlineRetention | None:
         if not self.config.inline:
@@ -345,7 +362,9 @@ class BatchHandler:
     def cancel(self) -> None:
         """Cancel the statement the batch is running in the database, if any (from another
         thread: a stop must not wait minutes for a long statement). The batch fails and rolls
-        back; it is read again when the ingest restarts."""
+        back; it is read again when the ingest restarts. From now on a failed Spark job is the
+        stop's doing, never a file's (``_raise_if_cancelled``)."""
+        self._stopping.set()
         conn = self._conn
         if conn is not None and not conn.closed:
             with contextlib.suppress(Exception):  # gone meanwhile: nothing left to cancel

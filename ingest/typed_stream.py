@@ -67,7 +67,8 @@ class StreamHandler:
     def __init__(self, config: IngestConfig, dsn: str, name: str, on_result: OnResult, *,
                  reconnect: Reconnector | None = None, clock: Clock = utc_now) -> None:
         self.config, self.dsn, self.name = config, dsn, name
-        self.stream = label(name)  # what errors and progress lines call it
+        self.stream = label(name)  # what progress lines call it: "[stream s] batch 0: ..."
+        self.subject = self.stream  # and errors: "stream s failed ..." (the label says stream)
         self.on_result, self.reconnect, self.clock = on_result, reconnect, clock
         self._conn: psycopg.Connection | None = None
         self._checkpoint_id: str | None = None

@@ -126,7 +126,7 @@ def test_session_conf_defaults():
     conf = session_conf()
     assert conf["spark.master"] == "local[*]"
     assert conf["spark.ui.enabled"] == "false"
-    assert conf["spark.log.level"] == "WARN"
+    assert conf["spark.log.level"] == "FATAL"  # Spark's own log only with -v
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert int(conf["spark.sql.shuffle.partitions"]) <= 8
     assert session_conf("spark://h:7077", ui=True)["spark.ui.enabled"] == "true"

@@ -220,3 +220,30 @@ def test_both_streams_give_up_at_one_deadline(own_server, tmp_path):
     # the 8 s wait, the batch that noticed, and the stop of the queries and of Spark; each
     # stream waiting in turn took at least two waits
     assert took < 8 + 7, f"gave up {took:.1f}s after the database went away"
+
+
+def test_an_idle_streaming_ingest_notices_its_database_died_and_gives_up(own_server, tmp_path):
+    """No file arrives after the outage begins: the ingest's heartbeat finds the database gone,
+    says so, and exits 1 after --reconnect-timeout (it once ran on, silent, for minutes)."""
+    dsn = own_server.store(2)
+    land = tmp_path / "landing"
+    land.mkdir()
+    tag = uuid.uuid4().hex
+    command = [*ingest_command(dsn, tmp_path)[:-1], "3s"]  # --reconnect-timeout 3s
+    proc = subprocess.Popen(command, env=env_with(tag, None),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    producer = Producer(land)
+    try:
+        producer.write()
+        wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=180)
+        own_server.stop()  # and nothing more arrives
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err[-3000:]
+    assert_no_process_left(tag)
+    assert "database lost (" in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: lost the database at "), err[-3000:]
+    assert "not back within 3s" in last and "--reconnect-timeout" in last, last

@@ -76,10 +76,19 @@ from slidewin.db.config import redact
 from slidewin.db.errors import SlidewinError
 from slidewin.db.schema import init_schema
 from slidewin.db.signals import Stop, stop_on_signals
+from slidewin.ingest.backlog import (
+    Backlog,
+    behind_after,
+    behind_line,
+    folders_under,
+    measure,
+)
 from slidewin.ingest.config import DEFAULT_TRIGGER_TEXT
 
 BATCH_MARK = "[text] batch "  # one line per committed text micro-batch
 READY_MARK = "ingest "  # the ingest's "ingest <query id>: <streams> from <landing>" line
+# the ingest's lines the demo passes on to its own stderr (the rest go to the ingest's log)
+BEHIND_MARKS = ("warning: ingest falling behind", "ingest caught up")
 QUERY_ID = "demo"
 # the side streams' micro-batch interval (or --trigger when longer): each batch costs about a
 # quarter second of Spark however few its records, and three side streams polled every 250 ms
@@ -169,7 +178,8 @@ def ingest_launch(dsn: str, data_dir: Path, config: ClientConfig, folder: Path,
     args = ["--data-dir", str(data_dir), "ingest", "--landing", str(config.landing),
             "--checkpoint-dir", str(folder / "checkpoints"), "--processed", "delete",
             "--trigger", trigger, "--streams-trigger", streams_trigger or trigger,
-            "--query-id", QUERY_ID, *reconnect_args(config)]
+            "--query-id", QUERY_ID, *reconnect_args(config),
+            "--verbose"]  # Spark's warnings too: its log is a file, read when something failed
     if config.history_s:
         args += ["--history", f"{config.history_s:g}s"]
     if config.inline:
@@ -213,6 +223,8 @@ class Demo:
             with self.batch_done:
                 self.batches += 1
                 self.batch_done.notify_all()
+        elif text.startswith(BEHIND_MARKS):
+            click.echo(text, err=True)  # even with -q: the run's numbers depend on it
 
     def start_ingest(self, trigger: str, stop: threading.Event, timeout_s: float,
                      streams_trigger: str | None = None) -> None:
@@ -234,14 +246,19 @@ class Demo:
                     "(raise --startup-timeout on a slow machine)"
                 )
         self.app.progress(f"ingest running; warming it up with {len(WARMUP_BATCHES)} batches...")
-        self._warm_up(stop, deadline)
-        self.app.progress("ingest warmed up")
+        if self._warm_up(stop, deadline):
+            self.app.progress("ingest warmed up")
+        elif not stop.is_set():
+            self.app.progress(
+                f"warning: the ingest committed {self.batches} of {len(WARMUP_BATCHES)} warm-up "
+                f"batches within --startup-timeout {timeout_s:g}s; going on (the machine is "
+                "busy: expect the ingest to fall behind)")
 
-    def _warm_up(self, stop: threading.Event, deadline: float) -> None:
+    def _warm_up(self, stop: threading.Event, deadline: float) -> bool:
         """Write WARMUP_BATCHES, each when the one before has committed: Spark's first batches
         are slow (planning, class loading, then the JIT compiling the parse), and events written
         meanwhile would start the run seconds behind. These events are real ones; the client's
-        statistics start after them."""
+        statistics start after them. False when a stop or the deadline cut it short."""
         gen = EventGenerator(GeneratorConfig(self.config.landing, seed=self.config.seed))
         for size in WARMUP_BATCHES:
             with self.batch_done:
@@ -254,7 +271,8 @@ class Demo:
                     if not self.children[0].alive():
                         raise DemoError(_died("ingest", self.children[0]))
                     if stop.is_set() or time.monotonic() > deadline:
-                        return
+                        return False
+        return True
 
     def start_scheduler(self) -> None:
         add = jobs_add_launch(self.dsn, self.config)
@@ -294,6 +312,10 @@ class Demo:
             self.app.progress(f"stopping {child.name}...")
             child.stop()
 
+    def backlog(self) -> Backlog:
+        """The files still waiting for the ingest in the run's landing folders."""
+        return measure(folders_under(self.config.landing), utc_now())
+
     def cleanup(self) -> None:
         for name in ("landing", "checkpoints"):
             shutil.rmtree(self.folder / name, ignore_errors=True)
@@ -306,6 +328,27 @@ def _died(name: str, child: Child) -> str:
     cause = said[-1] if said else (lines[-1] if lines else "no output")
     code = child.proc.returncode
     return f"the {name} process exited (code {code}): {cause}; its log: {child.log_path}"
+
+
+def ingest_failure(summary: Any, backlog: Backlog | None, log: Path) -> DemoError | None:
+    """The demo's error when the ingest stored none of the events the client wrote -- a run
+    that shows no ingest is no demo, and exits non-zero -- else None."""
+    if summary.written == 0 or summary.ingested > 0:
+        return None
+    waiting = f" ({backlog.describe()})" if backlog is not None and backlog.files else ""
+    return DemoError(
+        f"the ingest stored none of the {summary.written} events written in "
+        f"{summary.duration_s:.0f} s{waiting}: it fell behind, the machine short of CPU for "
+        f"this rate -- lower --ratelimit (and --demo-stream-rate, --join-rate), or see the "
+        f"ingest's log {log}"
+    )
+
+
+def behind_at_end(backlog: Backlog | None, threshold: timedelta) -> str | None:
+    """A warning when the run ended with files waiting longer than the ingest should take."""
+    if backlog is None or backlog.oldest_age is None or backlog.oldest_age < threshold:
+        return None
+    return behind_line(backlog, threshold).replace("falling behind:", "behind at the end:", 1)
 
 
 def preflight(app: AppContext) -> str:
@@ -407,6 +450,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     summary = None
     side_summary: StreamSummary | None = None
     join_summary: JoinSummary | None = None
+    backlog: Backlog | None = None
     with stop_on_signals(stop):
         try:
             demo.start_ingest(
@@ -426,6 +470,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                     joined.feed.start(stop, config.duration, config.warmup)
                 summary = run_client(config, dsn, view, stop, drain_s=15.0, app=app,
                                      as_json=as_json, extra_report=_extra_report(side, joined))
+                backlog = demo.backlog()  # before the stop: what the ingest never got to
                 if side is not None:
                     side_summary = _side_summary(app, side, stop, as_json)
                 if joined is not None:
@@ -460,6 +505,12 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
         "stopped and the summary counts the run until then")
     if cut_short is not None:
         raise cut_short
+    behind = behind_at_end(backlog, behind_after(trigger, max(trigger, DECLARED_TRIGGER)))
+    if behind is not None:
+        click.echo(behind, err=True)
+    failure = ingest_failure(summary, backlog, folder / "ingest.log")
+    if failure is not None:
+        raise failure
     if as_json:
         emit_json(_with_stream(summary, side_summary, join_summary))
 

@@ -46,6 +46,11 @@ class ArchiveFor(DurationType):
         return super().convert(value, param, ctx)
 
 
+def _warn(line: str) -> None:
+    """A warning (the ingest falling behind) is printed even with -q."""
+    click.echo(line, err=True)
+
+
 @click.command("ingest", cls=SlidewinCommand)
 @click.option("--landing", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory producers drop files into (default: <data dir>/landing).")
@@ -95,6 +100,9 @@ class ArchiveFor(DurationType):
               help="Unit of a ts given as a number. auto: by magnitude -- below 1e11 seconds, "
               "below 1e14 ms, below 1e17 us, else ns (a fraction is allowed: 1767268800.25).")
 @click.option("--spark-ui", is_flag=True, help="Start the Spark web UI (off by default).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show Spark's own log on stderr: its warnings and errors, Java stack traces "
+              "included (by default only slidewin's lines, and its one-line errors).")
 @click.option("--query-id", default=None,
               help="Name of this ingest: batch markers, stream state and checkpoints use it "
               "(default: 'ingest' for <data dir>/landing, else ingest-<folder>-<hash of its "
@@ -124,6 +132,7 @@ def ingest_command(
     rollups: str,
     epoch_unit: str,
     spark_ui: bool,
+    verbose: bool,
     query_id: str | None,
     reconnect_timeout: timedelta,
     as_json: bool,
@@ -137,7 +146,10 @@ def ingest_command(
     Archived files are deleted after --archive-for. Entries nothing may open (named pipes,
     sockets, symbolic-link loops, unreadable files) are moved to <landing>-rejected.
     Stop with Ctrl-C or SIGTERM: the query and Spark stop cleanly. If PostgreSQL restarts or
-    the connection drops, the ingest waits for it (--reconnect-timeout) and carries on.
+    the connection drops, the ingest waits for it (--reconnect-timeout) and carries on; it
+    checks the database every 5 s while no file arrives, too. While files wait longer than 20
+    triggers (at least 10 s) for a batch, a warning says how many and how old, every 30 s.
+    Spark's own log stays out of the terminal unless -v.
 
     \b
     Examples:
@@ -163,13 +175,13 @@ def ingest_command(
         max_files_per_trigger=max_files_per_trigger, master=master, spark_ui=spark_ui,
         query_id=query_id, reconnect_timeout=reconnect_timeout, rollups=rollups,
         archive_for=archive_for,
-        epoch_unit=epoch_unit,
+        epoch_unit=epoch_unit, verbose=verbose,
     )
     prepared = preflight(config, app.dsn)
     stop = Stop()
     with stop_on_signals(stop):
         totals = run(prepared, app.dsn, app.progress, stop,
-                     on_batch=lambda _stream, result: so_far.add(result))
+                     on_batch=lambda _stream, result: so_far.add(result), warn=_warn)
     app.progress(
         f"ingest stopped: {totals.batches} batches, in {totals.rows_in}, accepted "
         f"{totals.accepted}, dup {totals.duplicates}, rejected {totals.rejected}"
