@@ -758,11 +758,10 @@ def _parquet_records(layout: Layout, name: str, content: bytes,
                 newest = pc_max(whole.good.column(layout.stream.time))
                 into.newest(newest)
             for values in whole.rest:
-                raw, exact = clean_text(render_json(values))
-                yield layout.record(values, name, raw, exact, limits)
+                yield _parquet_record(layout, name, values, limits)
             return
     for batch in table.to_batches():
-        for values in _pylist(batch):
+        for values in pylist(batch):
             yield _parquet_record(layout, name, values, limits)
 
 
@@ -781,7 +780,7 @@ def _parquet_record(layout: Layout, name: str, values: dict[str, Any],
     return layout.record(values, name, raw, exact, limits)
 
 
-def _pylist(batch: Any) -> list[dict[str, Any]]:
+def pylist(batch: Any) -> list[dict[str, Any]]:
     """The batch's rows as dicts, as ``to_pylist`` makes them; where pyarrow cannot (a string
     that is not valid UTF-8), that column value by value, such a value ``Undecodable``."""
     try:

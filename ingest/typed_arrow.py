@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from slidewin.ingest.eventtime import MAX_TS, MIN_TS
-from slidewin.ingest.typed import MAX_KEY_CHARS, Layout, Limits
+from slidewin.ingest.typed import MAX_KEY_CHARS, Layout, Limits, pylist
 
 _NUMERIC = re.compile(r"^numeric\((\d+),(\d+)\)$")
 TS = pa.timestamp("us", tz="UTC")
@@ -104,7 +104,7 @@ def split(layout: Layout, table: pa.Table, limits: Limits) -> Columns | None:
     extra = bool(names - layout.declared)
     if bad is None:
         return Columns(good, [], extra)
-    rest = table.filter(bad).to_pylist()
+    rest = [row for batch in table.filter(bad).to_batches() for row in pylist(batch)]
     return Columns(good.filter(pc.invert(bad)), rest, extra)
 
 

@@ -321,6 +321,10 @@ def test_a_parquet_string_that_is_not_utf8_is_bad_encoding_not_a_failed_batch():
     dropped = _parquet(pa.table({"k": ["a", "b", "c"], "ts": ts, "junk": bad}))
     p = parse_s([("x.parquet", dropped)], stream=KEYED)  # not stored: no reason to refuse
     assert p.bad == [] and p.good == 3 and p.extra == 3
+    # a row the fast path leaves to the record path, beside such a column
+    one_missing = _parquet(pa.table({"k": ["a", None, "c"], "ts": ts, "junk": bad}))
+    p = parse_s([("x.parquet", one_missing)], stream=KEYED)
+    assert [b.reason for b in p.bad] == ["missing_field"] and p.good == 2
 
 
 def test_a_jsonl_file_may_start_with_a_byte_order_mark():
