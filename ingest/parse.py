@@ -6,7 +6,8 @@ Two file-source streams cover the three formats:
   of text, so every bad line keeps its exact raw text for the dead-letter table. The file's
   extension picks the parser (``from_json`` / ``from_csv``). CSV columns are ``uuid,val,ts`` in
   that order; a header line ``uuid,val,ts`` (quoted or not) is skipped, as are blank lines
-  (they hold no event).
+  (they hold no event). A UTF-8 byte-order mark that starts a file is no part of its first
+  line (Hadoop's line reader skips it).
   A CSV file whose quoted field holds a line break is read again record by record
   (``ingest.csvrecords``), never as lines that could pass for records.
 * ``parquet`` reads ``*.parquet`` with the schema ``uuid string, val bigint, ts timestamp``; a bad
@@ -16,9 +17,11 @@ Hidden files (``.name`` / ``_name``) and any other extension (``.tmp``, ``.part`
 so producers write a temporary name and rename it into place.
 
 Validation gives each row at most one reason, checked in this order: ``bad_encoding`` (the line,
-or a Parquet uuid, is not valid UTF-8), ``malformed`` (not a JSON object -- but a line the JSON
-parser refused for the length of a member gets that field's reason, ``ingest.textchecks`` -- /
-not CSV / a NUL byte in the line / a CSV quote never closed), ``missing_field``, ``bad_uuid``
+or a Parquet uuid, is not valid UTF-8; a JSON uuid holds a lone surrogate, ``"\\ud800"``),
+``malformed`` (not a JSON object -- but a line the JSON parser refused for the length of a
+member gets that field's reason, ``ingest.textchecks`` -- / not CSV / a NUL byte in the line / a
+CSV header other than ``uuid,val,ts``, such as one naming a column twice (the records after it
+are read by position, as always) / a CSV quote never closed), ``missing_field``, ``bad_uuid``
 (in JSON, not a string or an integer; over 200 characters or a NUL), ``bad_type`` (val not an
 integer), ``out_of_range`` (val outside 64-bit), ``bad_ts`` (neither ISO-8601 nor an epoch
 number in the ``--epoch-unit``, ``ingest.eventtime``; a NUL, or outside years 0001-9999; naive
@@ -52,10 +55,13 @@ from slidewin.ingest.batch import CSV_UNBALANCED
 from slidewin.ingest.eventtime import MAX_TS, MIN_TS, NUL, UNIT_WORDS, parse_ts, ts_lit
 from slidewin.ingest.rules import Rule, Step, got, reason_steps, select
 from slidewin.ingest.textchecks import (
+    LONE_SURROGATE_DETAIL,
     NOT_A_KEY,
     count,
     extra_members,
+    lone_surrogate,
     not_a_key,
+    odd_header,
     overlong_field,
     overlong_rule,
 )
@@ -83,6 +89,9 @@ _MISSING = "_slidewin_missing"  # the staged name of the first field missing, if
 # staged checks of a JSON line (``_staged_checks``): the detail of a uuid that is not a key,
 # whether it has extra members, the reason and detail of a member too long to parse
 _JSON_CHECKS = ("_slidewin_not_a_key", "extra", "_slidewin_long", "_slidewin_long_why")
+# and of any line: whether a JSON uuid held a lone surrogate, why a CSV line is a header other
+# than uuid,val,ts (NULL when it is not one)
+_LINE_CHECKS = ("_slidewin_lone", "_slidewin_header")
 BAD_ENCODING_LINE = "line is not valid UTF-8 (its exact bytes are in raw_bytes)"
 BAD_ENCODING_UUID = "uuid is not valid UTF-8 (its exact bytes are in raw_bytes)"
 BAD_TS_RANGE = "ts outside years 0001-9999"
@@ -221,15 +230,16 @@ def _text_steps(epoch_unit: str) -> list[Step]:
         select("source", "raw", is_csv.alias("is_csv"), parsed.alias("f"),
                parse_ts(F.trim(parsed.getField("ts")), epoch_unit).alias(_TS),
                *_staged_checks(is_csv, parsed)),
-        select("source", "raw", "is_csv", "f.*", _TS, _MISSING, *_JSON_CHECKS),
+        select("source", "raw", "is_csv", "f.*", _TS, _MISSING, *_JSON_CHECKS, *_LINE_CHECKS),
         *_validate_text(epoch_unit),
     ]
 
 
 def _staged_checks(is_csv: Column, parsed: Column) -> list[Column]:
-    """The first field missing (``_MISSING``), and ``_JSON_CHECKS`` of a JSON line: the detail
+    """The first field missing (``_MISSING``), ``_JSON_CHECKS`` of a JSON line: the detail
     of a uuid that is not a key, whether it has members beyond uuid, val and ts, and the
-    reason and detail of a member too long for the parser (``ingest.textchecks``). ``parsed``
+    reason and detail of a member too long for the parser, and ``_LINE_CHECKS``: a uuid that
+    held a lone surrogate, a CSV header other than uuid,val,ts (``ingest.textchecks``). ``parsed``
     is computed once for all of them (Spark shares an expression within a projection)."""
     raw, uuid = F.col("raw"), parsed.getField("uuid")
     fields = (uuid, parsed.getField("val"), parsed.getField("ts"))
@@ -237,12 +247,15 @@ def _staged_checks(is_csv: Column, parsed: Column) -> list[Column]:
     json = ~is_csv
     _, long_reason, long_detail = overlong_rule(F.when(json & corrupt, overlong_field(raw)))
     trimmed = (fields[0], F.trim(fields[1]), F.trim(fields[2]))
+    header, header_why = odd_header(raw)
     return [
         _first_missing(*trimmed).alias(_MISSING),
         F.when(json & not_a_key(uuid, raw), got(NOT_A_KEY, uuid)).alias(_JSON_CHECKS[0]),
         (json & ~corrupt & extra_members(raw, *fields)).alias(_JSON_CHECKS[1]),
         long_reason.alias(_JSON_CHECKS[2]),
         long_detail.alias(_JSON_CHECKS[3]),
+        (json & lone_surrogate(uuid, raw)).alias(_LINE_CHECKS[0]),
+        F.when(is_csv & header, header_why).alias(_LINE_CHECKS[1]),
     ]
 
 
@@ -254,9 +267,12 @@ def _validate_text(epoch_unit: str) -> list[Step]:
     # an odd number of quotes: a quoted field not closed on its line (counted only in lines
     # that hold a quote at all; in bytes, not characters: a quote is one byte)
     quotes = count(raw, '"')
+    header_why = F.col(_LINE_CHECKS[1])
     rules: list[Rule] = [
         (_mangled(corrupt, uuid, val_s, ts_s), "bad_encoding", F.lit(BAD_ENCODING_LINE)),
+        (F.col(_LINE_CHECKS[0]), "bad_encoding", F.lit(LONE_SURROGATE_DETAIL)),
         (raw.contains(NUL), "malformed", F.lit("line holds a NUL byte")),
+        (header_why.isNotNull(), "malformed", header_why),
         (F.col(_JSON_CHECKS[2]).isNotNull(), F.col(_JSON_CHECKS[2]), F.col(_JSON_CHECKS[3])),
         (corrupt & ~is_csv, "malformed", F.lit("not a JSON object")),
         (is_csv & raw.contains('"') & (quotes % 2 == 1), "malformed", F.lit(CSV_UNBALANCED)),

@@ -1,6 +1,7 @@
 """Checks of a text line that need more than its parsed fields: whether a JSON uuid was a string
-(or an integer) at all, whether a JSON object carried members beyond uuid, val and ts, and
-which field made the JSON parser refuse a line for its length.
+(or an integer) at all, whether it held a lone surrogate, whether a JSON object carried members
+beyond uuid, val and ts, which field made the JSON parser refuse a line for its length, and
+whether a CSV line is a header other than ``uuid,val,ts``.
 
 All are cheap on the common path: a test of the parsed text or of the line's bytes that holds
 for few rows, and the dear part (a second parse, a regular expression) only for those.
@@ -21,6 +22,24 @@ NOT_A_KEY = "uuid must be a JSON string or an integer"
 # "val":1,"ts":"t"}, 26 bytes around them) is never counted
 _SYNTAX = 26
 KEY_KINDS = r"^(STRING|TINYINT|SMALLINT|INT|BIGINT|DECIMAL\(\d+,0\))$"  # schema_of_variant's
+# the string of the member "uuid" as written (escapes and all); possessive, so a long string
+# costs no stack
+UUID_MEMBER = r'"uuid"\s*+:\s*+"((?:[^"\\]++|\\.)*+)"'
+# the escape of one half of a UTF-16 pair without its other half: a high half not followed by
+# a low half's escape, or a low half not after a high half's; an escape is a "\u" after an even
+# run of backslashes (``\\ud800`` is a backslash and the text "ud800")
+LONE_SURROGATE = (
+    r"(?i)(?<!\\)(?:\\\\)*+\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})"
+    r"|(?<!\\ud[89ab][0-9a-f]{2})(?<!\\)(?:\\\\)*+\\ud[c-f][0-9a-f]{2}"
+)
+LONE_SURROGATE_DETAIL = (
+    "uuid holds a lone surrogate (an escape \\ud800-\\udfff without its other half), which is "
+    "no character: stored, it would become a '?'"
+)
+_UUID_BYTES = 800  # 200 characters of at most 4 bytes: a longer uuid is bad_uuid anyway
+# a CSV line of column names only (quoted or not), the first of them a name twice
+HEADER_LIKE = r'(?i)^[\s\ufeff"]*(uuid|val|ts)[\s"]*(,[\s"]*(uuid|val|ts)[\s"]*)+$'
+NAMED_TWICE = r"(?i)\b(uuid|val|ts)\b.*\b\1\b"
 
 
 def count(text: Column, char: str) -> Column:
@@ -48,6 +67,36 @@ def not_a_key(uuid: Column, raw: Column) -> Column:
     kind = F.schema_of_variant(F.try_variant_get(F.try_parse_json(raw), "$.uuid", "variant"))
     # a line the variant parser refuses (a key twice) tells nothing: not refused for that
     return suspect & ~F.coalesce(kind.rlike(KEY_KINDS), F.lit(True))
+
+
+def lone_surrogate(uuid: Column, raw: Column) -> Column:
+    """A JSON uuid that held a lone surrogate (``"a\\ud800"``): no character, which Spark turns
+    into ``?`` -- a key the producer never sent. Only a uuid holding ``?`` in a line holding
+    ``\\u`` is looked at closer: the uuid member as written (the whole line, when the member's
+    name is itself escaped) is searched for such an escape."""
+    suspect = (uuid.contains("?") & raw.contains("\\u")
+               & (F.octet_length(uuid) <= F.lit(_UUID_BYTES)))
+    member = F.regexp_extract(raw, UUID_MEMBER, 1)
+    written = F.when(member == F.lit(""), raw).otherwise(member)
+    return F.when(suspect, written.rlike(LONE_SURROGATE)).otherwise(F.lit(False))
+
+
+def odd_header(raw: Column) -> tuple[Column, Column]:
+    """(condition, detail) of a CSV line made of the names uuid, val and ts that is not the
+    header ``uuid,val,ts`` (skipped before): a name twice, or another order. The built-in
+    stream's CSV columns are uuid, val, ts by position; such a header says the file means
+    something else. The regular expression only for lines whose first character can start
+    one."""
+    first = F.substring(F.ltrim(raw), 1, 1)
+    maybe = first.isin("u", "U", "v", "V", "t", "T", '"', "\ufeff")
+    cond = F.when(maybe, raw.rlike(HEADER_LIKE)).otherwise(F.lit(False))
+    twice = F.lower(F.regexp_extract(raw, NAMED_TWICE, 1))
+    fix = "the built-in stream's CSV columns are uuid,val,ts, in that order"
+    detail = F.when(
+        twice != F.lit(""),
+        F.concat(F.lit("the header names column "), twice, F.lit(f" more than once: {fix}")),
+    ).otherwise(F.lit(f"a header that is not uuid,val,ts: {fix}"))
+    return cond, detail
 
 
 def overlong_rule(field: Column) -> tuple[Column, Column, Column]:

@@ -10,9 +10,13 @@ file is parsed on the driver by its extension (any letter case):
 
 Columns are matched by name. Each record gets at most one reason, checked in this order:
 
-``bad_encoding``  a line that is not valid UTF-8 (its exact bytes go to ``raw_bytes``)
+``bad_encoding``  a line that is not valid UTF-8 (its exact bytes go to ``raw_bytes``); a
+                  Parquet string that is not (the value's bytes go there); a value to store
+                  that holds a lone surrogate (JSON's ``"\\ud800"``: half of a UTF-16 pair,
+                  no character, which UTF-8 cannot encode)
 ``malformed``     not a JSON object / a CSV record with more fields than the header / a CSV
-                  quote never closed / a file pyarrow cannot read (one dead letter per file)
+                  quote never closed / a CSV header naming a column twice, or a file pyarrow
+                  cannot read (one dead letter per file)
 ``missing_field`` the key, the time column or a column declared ``required`` is absent or NULL
 ``bad_ts``        the time column is neither ISO-8601 (naive = UTC) nor an epoch number
                   (seconds, ms, us or ns by magnitude, ``ingest.eventtime``'s ``auto`` rule),
@@ -25,7 +29,10 @@ Columns are matched by name. Each record gets at most one reason, checked in thi
 Conversions, per column type:
 
 * ``text``: a JSON string as is; a JSON number or boolean as its JSON text (``12``, ``true``);
-  an object or array, or a string holding NUL, is bad_type.
+  an object or array, or a string holding NUL, is bad_type. The key, and any text column an
+  index holds (a join's ``on`` column, an index made in psql), is at most ``MAX_KEY_CHARS``
+  (200) characters -- the rule of the built-in stream's uuid; a btree index entry has room
+  for about 2,700 bytes, and a longer value would fail the whole batch.
 * ``bigint`` / ``integer``: an integral JSON number (``3``, ``3.0``, ``3e2``) or an integer
   string, within the type's range; ``1.5`` is bad_type; booleans are bad_type.
 * ``double precision``: a number or numeric string, and the strings ``NaN``, ``Infinity``,
@@ -38,10 +45,14 @@ Conversions, per column type:
   ``yes``, ``no``, ``1``, ``0`` (any case; CSV has no other way to say it).
 * ``timestamptz``: as the time column (ISO-8601 or epoch number).
 * ``jsonb``: any JSON value (a CSV field is parsed as JSON text; if it is not JSON it is
-  bad_type). JSON ``null`` is SQL NULL.
+  bad_type); one holding NUL (``\\u0000``, in a string or a member's name) is bad_type, as
+  jsonb cannot store it. JSON ``null`` is SQL NULL.
 
-Fields the stream does not declare are kept in ``attrs`` (a JSON object) when the stream keeps
-extras; else they are dropped and the record is counted in ``extra``.
+Fields the stream does not declare are kept in ``attrs`` (a JSON object, under jsonb's rule)
+when the stream keeps extras; else they are dropped and the record is counted in ``extra``.
+
+A JSON Lines file may start with a UTF-8 byte-order mark, as a CSV file may: it is no part of
+the first line.
 
 A dead letter's raw text is the line (JSONL), the record as written (CSV) or the row rendered
 as JSON (Parquet); text PostgreSQL cannot hold is cleaned (invalid UTF-8 as U+FFFD, NUL as
@@ -77,6 +88,11 @@ _SPECIAL_DOUBLES = {"nan": math.nan, "infinity": math.inf, "+infinity": math.inf
 _NUMERIC_TYPE = re.compile(r"^numeric\((\d+),(\d+)\)$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NUL = "\u0000"
+BOM = b"\xef\xbb\xbf"
+# the longest text an indexed column takes: the built-in stream's uuid rule (``ingest.parse``'s
+# MAX_UUID_CHARS); 200 characters are at most 800 bytes, well within a btree entry (2,704)
+MAX_KEY_CHARS = 200
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # PostgreSQL's numeric: up to 131072 digits before the point and 16383 after
 _NUMERIC_MAX_EXP = 131071
 _NUMERIC_MIN_EXP = -16383
@@ -174,11 +190,26 @@ class BadValue(Exception):
     """A value the column cannot hold; the message is the dead letter's detail."""
 
 
+class BadEncoding(BadValue):
+    """A value that is no Unicode text: it holds a lone surrogate (``bad_encoding``)."""
+
+
+class Undecodable:
+    """A Parquet string value that is not valid UTF-8: its exact bytes (``data``), shown as
+    text with U+FFFD where the bytes are invalid."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __str__(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+
 class Layout:
     """A stream's columns as the parser needs them: names in table order (``attrs`` last when
     the stream keeps extras), which are required, and one converter per column."""
 
-    def __init__(self, stream: Stream) -> None:
+    def __init__(self, stream: Stream, indexed: Iterable[str] = ()) -> None:
         self.stream = stream
         self.columns = stream.columns
         self.declared = frozenset(c.name for c in stream.columns)
@@ -191,6 +222,10 @@ class Layout:
             c.name for c in stream.columns
             if c.required or c.name in (stream.key, stream.time)
         )
+        # text columns an index holds (the key always): at most MAX_KEY_CHARS characters
+        held = {stream.key, *indexed}
+        self.limited = frozenset(c.name for c in stream.columns
+                                 if c.type == "text" and c.name in held)
 
     def record(self, values: dict[str, Any], source: str, raw: str,
                raw_bytes: bytes | None, limits: Limits,
@@ -213,6 +248,10 @@ class Layout:
                 continue
             try:
                 row.append(convert(value, col.type, from_text=from_text))
+                if col.name in self.limited:
+                    _short(row[-1], col.name == self.stream.key)
+            except BadEncoding as exc:
+                return dead("bad_encoding", f"{col.name} ({col.type}): {exc}")
             except BadValue as exc:
                 if i == self.time_index:
                     return dead("bad_ts", f"{col.name} is not a time: {exc}")
@@ -228,8 +267,21 @@ class Layout:
             return dead("late", f"{self.stream.time} {_iso(ts)} older than the watermark "
                         f"{_iso(late)}", ts)
         if self.stream.keep_extra:
-            row.append(render_json(extra_fields) if extra_fields else None)
+            try:
+                row.append(_jsonb(extra_fields, False) if extra_fields else None)
+            except BadEncoding as exc:
+                return dead("bad_encoding", f"attrs (fields not declared, jsonb): {exc}")
+            except BadValue as exc:
+                return dead("bad_type", f"attrs (fields not declared, jsonb): {exc}")
         return tuple(row), None, extra
+
+
+def _short(text: str, key: bool) -> None:
+    """BadValue when ``text`` is too long for the index that holds its column."""
+    if len(text) > MAX_KEY_CHARS:
+        what = "a key" if key else "a text column an index holds"
+        raise BadValue(f"{len(text):,} characters, more than the {MAX_KEY_CHARS} {what} may "
+                       "have (an index entry must fit in a page)")
 
 
 def _iso(t: datetime) -> str:
@@ -275,9 +327,19 @@ def _text(value: Any) -> str:
         text = value.isoformat()
     else:
         raise BadValue(f"{_shown(value)} is not text")
-    if NUL in text:
-        raise BadValue("text holds a NUL character, which PostgreSQL cannot store")
+    _storable(text, "text")
     return text
+
+
+def _storable(text: str, what: str) -> None:
+    """BadValue when PostgreSQL cannot store ``text``: it holds NUL, or a lone surrogate
+    (``json.loads`` makes one of the escape ``\\ud800`` not followed by a low half; UTF-8
+    cannot encode it) -- BadEncoding then."""
+    if NUL in text:
+        raise BadValue(f"{what} holds a NUL character, which PostgreSQL cannot store")
+    if not text.isascii() and (found := _SURROGATE.search(text)):
+        raise BadEncoding(f"{what} holds a lone surrogate (\\u{ord(found.group()):04x}, half "
+                          "of a UTF-16 pair), which is no character")
 
 
 def _integer(value: Any, type_: str) -> int:
@@ -375,10 +437,23 @@ def _jsonb(value: Any, from_text: bool) -> str:
             value = json.loads(value, parse_float=Decimal, parse_constant=_no_constant)
         except (ValueError, RecursionError) as exc:
             raise BadValue(f"{_shown(value)} is not JSON") from exc
-    text = render_json(value)
-    if "\\u0000" in text:
-        raise BadValue("JSON holds \\u0000, which jsonb cannot store")
-    return text
+    _json_storable(value)
+    return render_json(value)
+
+
+def _json_storable(value: Any) -> None:
+    """BadValue when a string or a member's name in ``value`` holds NUL (jsonb cannot store
+    \\u0000) or a lone surrogate; a loop, not recursion: a value may nest deep."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            _storable(item, "JSON")
+        elif isinstance(item, dict):
+            stack.extend(str(k) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
 
 
 def _no_constant(word: str) -> Any:
@@ -536,11 +611,13 @@ def parse_file(layout: Layout, name: str, content: bytes, limits: Limits,
 
 
 def clean_text(data: bytes | str) -> tuple[str, bytes | None]:
-    """(text PostgreSQL can hold, the exact bytes when that text is not them)."""
+    """(text PostgreSQL can hold, the exact bytes when that text is not them). A lone
+    surrogate in ``data`` (text) is shown as U+FFFD, its bytes kept as Python encodes it."""
     if isinstance(data, str):
         text, exact = data, None
-        if NUL in text:
+        if NUL in text or not text.isascii() and _SURROGATE.search(text):
             exact = text.encode("utf-8", "surrogatepass")
+            text = _SURROGATE.sub("\ufffd", text)
     else:
         try:
             text, exact = data.decode("utf-8"), None
@@ -552,6 +629,8 @@ def clean_text(data: bytes | str) -> tuple[str, bytes | None]:
 
 
 def _json_records(layout: Layout, name: str, content: bytes, limits: Limits) -> Iterator[Result]:
+    if content.startswith(BOM):  # as a CSV file's (utf-8-sig): no part of the first line
+        content = content[len(BOM):]
     for line in content.splitlines():
         if not line.strip():
             continue
@@ -601,6 +680,13 @@ def _csv_records(layout: Layout, name: str, content: bytes, limits: Limits) -> I
             continue  # a blank line
         if header is None:
             header = [f.strip() for f in fields]
+            twice = _named_twice(header)
+            if twice is not None:
+                raw, exact = clean_text(content)
+                yield None, DeadLetter(name, "malformed", f"the header names column {twice!r} "
+                                       "more than once: name each column once (which one "
+                                       "would be read is a guess)", raw, exact), False
+                return
             continue
         raw, exact = clean_text(record)
         if len(fields) > len(header):
@@ -609,6 +695,16 @@ def _csv_records(layout: Layout, name: str, content: bytes, limits: Limits) -> I
             continue
         values = {h: (f if f != "" else None) for h, f in zip(header, fields, strict=False)}
         yield layout.record(values, name, raw, exact, limits, from_text=True)
+
+
+def _named_twice(header: Sequence[str]) -> str | None:
+    """The first column name ``header`` holds more than once, if any."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 class _Tracked:
@@ -662,13 +758,79 @@ def _parquet_records(layout: Layout, name: str, content: bytes,
                 newest = pc_max(whole.good.column(layout.stream.time))
                 into.newest(newest)
             for values in whole.rest:
-                raw, exact = clean_text(render_json(values))
-                yield layout.record(values, name, raw, exact, limits)
+                yield _parquet_record(layout, name, values, limits)
             return
     for batch in table.to_batches():
-        for values in batch.to_pylist():
-            raw, exact = clean_text(render_json(values))
-            yield layout.record(values, name, raw, exact, limits)
+        for values in pylist(batch):
+            yield _parquet_record(layout, name, values, limits)
+
+
+def _parquet_record(layout: Layout, name: str, values: dict[str, Any],
+                    limits: Limits) -> Result:
+    """One Parquet row; a string that is not UTF-8 in a column the stream stores is
+    ``bad_encoding`` (its bytes in ``raw_bytes``, as the built-in stream keeps a uuid's)."""
+    undecodable = [k for k, v in values.items() if isinstance(v, Undecodable)]
+    raw, exact = clean_text(render_json(values))
+    for key in undecodable:
+        if key in layout.declared or layout.stream.keep_extra:
+            data = values[key].data
+            return None, DeadLetter(name, "bad_encoding", f"{key} is not valid UTF-8 (its "
+                                    "exact bytes are in raw_bytes)", raw, data), False
+        values[key] = str(values[key])  # a column dropped anyway: counted in extra
+    return layout.record(values, name, raw, exact, limits)
+
+
+def pylist(batch: Any) -> list[dict[str, Any]]:
+    """The batch's rows as dicts, as ``to_pylist`` makes them; where pyarrow cannot (a string
+    that is not valid UTF-8), that column value by value, such a value ``Undecodable``."""
+    try:
+        return batch.to_pylist()
+    except UnicodeDecodeError:
+        pass
+    columns = {}
+    for col_name, column in zip(batch.schema.names, batch.columns, strict=True):
+        try:
+            columns[col_name] = column.to_pylist()
+        except UnicodeDecodeError:
+            columns[col_name] = [_value(column[i]) for i in range(len(column))]
+    return [{k: v[i] for k, v in columns.items()} for i in range(batch.num_rows)]
+
+
+def _value(scalar: Any) -> Any:
+    """A scalar's Python value; ``Undecodable`` when it is a string that is not UTF-8 (its
+    bytes), or a nested value holding one (its JSON text, strings as ``\\x`` hex)."""
+    import pyarrow as pa
+
+    try:
+        return scalar.as_py()
+    except UnicodeDecodeError:
+        if pa.types.is_string(scalar.type) or pa.types.is_large_string(scalar.type):
+            return Undecodable(scalar.cast(pa.binary()).as_py())
+        try:
+            value = scalar.cast(_as_binary(scalar.type)).as_py()
+        except (pa.ArrowException, UnicodeDecodeError):
+            return Undecodable(b"")
+        return Undecodable(render_json(value).encode())
+
+
+def _as_binary(type_: Any) -> Any:
+    """``type_`` with every string type inside it made binary."""
+    import pyarrow as pa
+
+    if pa.types.is_string(type_):
+        return pa.binary()
+    if pa.types.is_large_string(type_):
+        return pa.large_binary()
+    if pa.types.is_list(type_):
+        return pa.list_(_as_binary(type_.value_type))
+    if pa.types.is_large_list(type_):
+        return pa.large_list(_as_binary(type_.value_type))
+    if pa.types.is_struct(type_):
+        return pa.struct([type_.field(i).with_type(_as_binary(type_.field(i).type))
+                          for i in range(type_.num_fields)])
+    if pa.types.is_map(type_):
+        return pa.map_(_as_binary(type_.key_type), _as_binary(type_.item_type))
+    return type_
 
 
 def pc_max(column: Any) -> datetime | None:

@@ -5,7 +5,8 @@ costs microseconds per value. A Parquet file whose columns already have types th
 columns can take without loss (strings for text, integers for bigint and integer, floats or
 integers for double precision, decimals or integers for numeric, booleans, timestamps) is
 instead cast column by column with Arrow's safe casts; the rows that break a rule -- a required
-value missing, text holding NUL, a time out of range, future, expired or late -- go through the
+value missing, text holding NUL, a key (or an indexed text column) longer than
+``MAX_KEY_CHARS``, a time out of range, future, expired or late -- go through the
 record path (``rest``) and so get exactly its dead letters. Anything else (a cast that would
 lose a digit or overflow, a jsonb column, extras kept in ``attrs``, invalid UTF-8) sends the whole
 file to the record path: the fast path never decides differently, it only decides faster.
@@ -26,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from slidewin.ingest.eventtime import MAX_TS, MIN_TS
-from slidewin.ingest.typed import Layout, Limits
+from slidewin.ingest.typed import MAX_KEY_CHARS, Layout, Limits, pylist
 
 _NUMERIC = re.compile(r"^numeric\((\d+),(\d+)\)$")
 TS = pa.timestamp("us", tz="UTC")
@@ -103,7 +104,7 @@ def split(layout: Layout, table: pa.Table, limits: Limits) -> Columns | None:
     extra = bool(names - layout.declared)
     if bad is None:
         return Columns(good, [], extra)
-    rest = table.filter(bad).to_pylist()
+    rest = [row for batch in table.filter(bad).to_batches() for row in pylist(batch)]
     return Columns(good.filter(pc.invert(bad)), rest, extra)
 
 
@@ -113,6 +114,9 @@ def _broken(layout: Layout, good: pa.Table, limits: Limits) -> pa.Array | None:
     for col in layout.columns:
         if col.type == "text":
             masks.append(pc.fill_null(pc.match_substring(good.column(col.name), "\x00"), False))
+        if col.name in layout.limited:  # an indexed text column: its length has a limit
+            long = pc.greater(pc.utf8_length(good.column(col.name)), MAX_KEY_CHARS)
+            masks.append(pc.fill_null(long, False))
     ts = good.column(layout.stream.time)
     low, high = MIN_TS, MAX_TS
     if limits.expired_before is not None:

@@ -9,7 +9,9 @@ The order inside the transaction (autocommit connection + ``conn.transaction()``
    stream dropped meanwhile raises ``StreamGone`` and the batch rolls back) and lock its state
    (``slidewin.stream_begin``: newest event time and watermark before this batch);
 3. parse the batch's files into typed rows and dead letters (``ingest.typed``), classified
-   against that state; a (key, time) repeated within the batch is kept once;
+   against that state, with the text columns an index holds (``indexed_columns``: the key,
+   a join's ``on`` column, an index a user made) limited in length; a (key, time) repeated
+   within the batch is kept once;
 4. COPY the rows into a temporary staging table shaped like the stream's table, then
    ``INSERT INTO slidewin_streams.<name> ... ON CONFLICT DO NOTHING`` through the parent table
    (its statement triggers keep the rollups exact for the rows really inserted): rows already
@@ -35,7 +37,7 @@ from psycopg import sql
 from slidewin.db.connect import procedure_errors
 from slidewin.db.streams import Stream, get_stream
 from slidewin.ingest.sink import BatchResult, claim_batch, crash_point
-from slidewin.ingest.typed import DeadLetter, Layout, Limits, Parsed, parse_files
+from slidewin.ingest.typed import DeadLetter, Layout, Limits, Parsed, clean_text, parse_files
 from slidewin.ingest.typed_arrow import csv_bytes
 
 STAGE = "slidewin_stream_stage"
@@ -78,7 +80,7 @@ def write_stream_batch(
         newest, watermark = row if row else (None, None)
         limits = Limits(now, newest, watermark, stream.grace, stream.history, max_future)
         tick = time.monotonic()
-        layout = Layout(stream)
+        layout = Layout(stream, indexed_columns(conn, stream))
         parsed = parse_files(layout, files() if callable(files) else files, limits)
         parse_s = time.monotonic() - tick
         inserted = insert_rows(conn, stream, layout, parsed.rows, parsed.tables)
@@ -130,6 +132,18 @@ def _declared(conn: psycopg.Connection, name: str) -> Stream:
     return get_stream(conn, name)
 
 
+def indexed_columns(conn: psycopg.Connection, stream: Stream) -> frozenset[str]:
+    """The stream's columns any index of its table or of a partition holds (a column, not an
+    expression over one): a text value there must fit in an index entry."""
+    rows = conn.execute(
+        "SELECT DISTINCT a.attname FROM pg_partition_tree(%s::regclass) t "
+        "JOIN pg_index i ON i.indrelid = t.relid "
+        "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)",
+        (stream.table.as_string(conn),),
+    ).fetchall()
+    return frozenset(name for (name,) in rows)
+
+
 def insert_rows(
     conn: psycopg.Connection, stream: Stream, layout: Layout, rows: Sequence[tuple],
     tables: Sequence[Any] = (),
@@ -170,7 +184,9 @@ def insert_rows(
 def copy_dead_letters(
     conn: psycopg.Connection, name: str, batch_id: int, bad: Sequence[DeadLetter]
 ) -> None:
-    """The batch's dead letters, each naming the stream."""
+    """The batch's dead letters, each naming the stream. Their text is made storable here
+    whatever a rule put in it (a detail quoting a value may hold a lone surrogate or NUL):
+    a dead letter that cannot be written would stop the stream."""
     if not bad:
         return
     with conn.cursor() as cur, cur.copy(
@@ -178,5 +194,7 @@ def copy_dead_letters(
         "stream) FROM STDIN"
     ) as copy:
         for b in bad:
-            copy.write_row((b.source, b.reason, b.detail, b.raw, b.raw_bytes, b.event_ts,
+            raw, exact = clean_text(b.raw)
+            copy.write_row((clean_text(b.source)[0], b.reason, clean_text(b.detail)[0], raw,
+                            b.raw_bytes if b.raw_bytes is not None else exact, b.event_ts,
                             batch_id, name))

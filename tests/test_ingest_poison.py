@@ -100,6 +100,24 @@ TEXT: dict[str, tuple[list[bytes], set[str], Counter[str]]] = {
         {"q1", 'q"2', "multi\nline", "note\nphantom,9," + TS.decode() + "\nend", "ctl\x01x"},
         Counter(malformed=2, bad_encoding=1),
     ),
+    "issue34.jsonl": (  # lines that stopped a declared stream, and a byte-order mark
+        [
+            b"\xef\xbb\xbf" + line(b"bom"),  # the mark is no part of the first line
+            line(b"a\\ud800"),  # a lone surrogate: Spark would store the key "a?"
+            line(b"\\udc00z?"),  # a low half alone
+            line(b"k" * 3000),  # over the key limit (200 characters)
+            line(b"\\ud83d\\ude00"),  # a pair is one character
+            line(b"back?\\\\ud800"),  # an escaped backslash, then the text "ud800"
+            line(b"x1")[:-1] + b',"x":"a\\u0000b"}',  # NUL in a member not stored
+        ],
+        {"bom", "\U0001f600", "back?\\ud800", "x1"},
+        Counter(bad_encoding=2, bad_uuid=1),
+    ),
+    "twice.csv": (  # a header other than uuid,val,ts; the records are read by position
+        [b"uuid,val,uuid,ts", b"t1,1," + TS, b"ts,uuid,val", b'"uuid","uuid","ts"'],
+        {"t1"},
+        Counter(malformed=3),
+    ),
     "SHOUTED.JSONL": ([line(b"u1")], {"u1"}, Counter()),
     "Mixed.Csv": ([b"m1,1," + TS, b"m1,1," + TS], {"m1"}, Counter()),  # a duplicate
 }
@@ -111,6 +129,11 @@ def parquet_corpus(land: Path) -> dict[str, tuple[int, set[str], Counter[str]]]:
     pq.write_table(
         pa.table({"uuid": pa.array([b"\xff\xfe", b"p1"], pa.binary()), "val": [1, 2], "ts": ts}),
         land / "binary_uuid.parquet",
+    )
+    pq.write_table(  # a surrogate's UTF-8 bytes are no UTF-8
+        pa.table({"uuid": pa.array([b"s\xed\xa0\x80", b"p6"], pa.binary()), "val": [1, 2],
+                  "ts": ts}),
+        land / "surrogate_uuid.parquet",
     )
     pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), land / "no_columns.parquet")
     pq.write_table(
@@ -124,6 +147,7 @@ def parquet_corpus(land: Path) -> dict[str, tuple[int, set[str], Counter[str]]]:
     (land / "torn.parquet").write_bytes(b"PAR1 and then nothing")
     return {
         "binary_uuid.parquet": (2, {"p1"}, Counter(bad_encoding=1)),
+        "surrogate_uuid.parquet": (2, {"p6"}, Counter(bad_encoding=1)),
         "no_columns.parquet": (2, set(), Counter(missing_field=2)),
         "text_columns.parquet": (2, {"p2"}, Counter(bad_type=1)),
         "far_ts.parquet": (2, {"p5"}, Counter(bad_ts=1)),

@@ -338,3 +338,67 @@ def test_an_entry_nobody_may_open_is_a_dead_letter_and_the_rest_of_the_batch_flo
     result = write_stream_batch(sconn, "odd", "q/stream-odd/x", 0, files, now=NOW)
     assert (result.accepted, result.rejected) == (1, 1)
     assert dead(sconn, "odd") == [("p.jsonl", "unreadable_file", "p.jsonl")]
+
+
+POISON_TS = iso(0)  # the ingest's clock is pinned: an event time near it
+POISON_LINES = [  # issue 34: each of these stopped the stream on every rerun
+    '{"k":"a\\ud800","ts":"' + POISON_TS + '"}',
+    '{"k":"' + "k" * 3000 + '","ts":"' + POISON_TS + '"}',
+    '{"k":"a","ts":"' + POISON_TS + '","x":"a\\u0000b"}',
+]
+
+
+def poisoned(conn, name: str = "s") -> streams.Stream:
+    """``slidewin streams add s --key k:text --time ts --column v:double --grace 40000d
+    --keep-extra``, and a text column ``label`` an index holds (made in psql)."""
+    stream = streams.define(
+        conn, name, key="k", time="ts", keep_extra=True, grace=timedelta(days=40000),
+        columns=[Column("k", "text"), Column("ts", "timestamptz"),
+                 Column("v", "double precision"), Column("label", "text")], measures=["v"])
+    conn.execute(sql.SQL("CREATE INDEX ON {} (label)").format(stream.table))
+    return stream
+
+
+def poison_dead(conn, name: str = "s") -> list[tuple]:
+    return conn.execute(
+        "SELECT reason, coalesce(raw_bytes, convert_to(raw, 'UTF8')) FROM slidewin.dead_letters "
+        "WHERE stream = %s ORDER BY id", (name,)).fetchall()
+
+
+def test_records_postgresql_cannot_store_are_dead_letters_and_the_batch_commits(sconn):
+    """Through the sink, without Spark: the three lines, a label over the limit of the index
+    a user made, and a good record in one batch -- the batch commits."""
+    poisoned(sconn)
+    long_label = json.dumps({"k": "b", "ts": POISON_TS, "label": "l" * 3000})
+    good = json.dumps({"k": "good", "ts": POISON_TS, "label": "l" * 200, "v": 1})
+    lines = [*POISON_LINES, long_label, good]
+    data = "".join(x + "\n" for x in lines).encode()
+    result = write_stream_batch(sconn, "s", "q/stream-s/x", 0, [("x.jsonl", data)], now=NOW)
+    assert (result.rows_in, result.accepted, result.rejected) == (5, 1, 4)
+    assert poison_dead(sconn) == [("bad_encoding", lines[0].encode()),
+                                  ("bad_type", lines[1].encode()),
+                                  ("bad_type", lines[2].encode()),
+                                  ("bad_type", lines[3].encode())]
+    assert [r[0] for r in rows_of(sconn, "s", order="k")] == ["good"]
+
+
+def test_the_poison_lines_do_not_stop_a_declared_stream(spark, store_dsn, sconn, tmp_path):
+    """``slidewin ingest --once`` over the three lines of issue 34 (in a file that starts with
+    a byte-order mark) and a CSV file whose header names a column twice: every record is a
+    dead letter or stored, the run ends well, and a file after them is stored."""
+    poisoned(sconn)
+    land = folder(tmp_path, "s")
+    good = json.dumps({"k": "first", "ts": POISON_TS})
+    (land / "x.jsonl").write_bytes(
+        b"\xef\xbb\xbf" + "".join(x + "\n" for x in [good, *POISON_LINES]).encode())
+    twice = f"k,ts,k,v\na,{POISON_TS},b,1\n".encode()
+    (land / "y.csv").write_bytes(twice)
+    ingest_once(spark, store_dsn, tmp_path)
+    assert [r[0] for r in rows_of(sconn, "s", order="k")] == ["first"]
+    assert sorted(poison_dead(sconn)) == sorted([("bad_encoding", POISON_LINES[0].encode()),
+                                                 ("bad_type", POISON_LINES[1].encode()),
+                                                 ("bad_type", POISON_LINES[2].encode()),
+                                                 ("malformed", twice)])
+    write_lines(land, "z.jsonl", [json.dumps({"k": "after", "ts": POISON_TS})])
+    ingest_once(spark, store_dsn, tmp_path)
+    assert [r[0] for r in rows_of(sconn, "s", order="k")] == ["after", "first"]

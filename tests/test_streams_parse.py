@@ -197,3 +197,148 @@ def test_invalid_utf8_line_keeps_its_bytes():
     p = parse([("a.jsonl", b'{"sensor": "\xff"}\n')])
     assert [b.reason for b in p.bad] == ["bad_encoding"]
     assert p.bad[0].raw_bytes == b'{"sensor": "\xff"}' and "\ufffd" in p.bad[0].raw
+
+
+# -- records that would stop the stream: each one is a dead letter with a reason ------------
+
+KEYED = Stream(name="s", key="k", time="ts",
+               columns=(Column("k", "text", True), Column("ts", "timestamptz", True),
+                        Column("v", "double precision"), Column("meta", "jsonb")),
+               measures=("v",), grace=timedelta(days=40000))
+KEPT = Stream(**{**KEYED.__dict__, "keep_extra": True})
+TS = "2026-06-01T00:00:00Z"
+NOW_S = datetime(2026, 6, 1, tzinfo=UTC)
+POISON = [  # (line, reason): the three lines of issue 34 for a stream keeping extras
+    ('{"k":"a\\ud800","ts":"2026-06-01T00:00:00Z"}', "bad_encoding"),
+    ('{"k":"' + "k" * 3000 + '","ts":"2026-06-01T00:00:00Z"}', "bad_type"),
+    ('{"k":"a","ts":"2026-06-01T00:00:00Z","x":"a\\u0000b"}', "bad_type"),
+]
+
+
+def parse_s(files, stream=KEPT, indexed=()):
+    return parse_files(Layout(stream, indexed), files, Limits(NOW_S))
+
+
+def test_the_three_poison_lines_are_dead_letters_with_their_exact_lines():
+    lines = [line for line, _ in POISON] + ['{"k":"good","ts":"2026-06-01T00:00:00Z"}']
+    p = parse_s([("x.jsonl", jsonl(*lines))])
+    assert [(b.reason, b.raw, b.raw_bytes) for b in p.bad] == [
+        (reason, line, None) for line, reason in POISON]
+    assert [r[0] for r in p.rows] == ["good"]
+    assert "lone surrogate" in p.bad[0].detail and "\\ud800" in p.bad[0].detail
+    assert "3,000 characters" in p.bad[1].detail and "200" in p.bad[1].detail
+    assert "attrs" in p.bad[2].detail and "NUL" in p.bad[2].detail
+    for b in p.bad:  # every text of the dead letter is text PostgreSQL can store
+        (b.source + b.detail + b.raw).encode("utf-8")
+
+
+@pytest.mark.parametrize("value", [
+    {"meta": {"a": "x\ud800"}}, {"meta": ["\udfff"]}, {"attr\udc80": 1}, {"x": {"y": "\ud83d"}},
+])
+def test_a_lone_surrogate_anywhere_stored_is_bad_encoding(value):
+    line = json.dumps({"k": "a", "ts": TS, **value})  # ASCII: json escapes the surrogate
+    p = parse_s([("x.jsonl", jsonl(line))])
+    assert [(b.reason, b.raw) for b in p.bad] == [("bad_encoding", line)]
+
+
+def test_a_surrogate_pair_is_a_character_and_a_dropped_field_is_not_checked():
+    p = parse_s([("x.jsonl", jsonl('{"k":"\\ud83d\\ude00","ts":"' + TS + '"}',
+                                   '{"k":"b","ts":"' + TS + '","x":"\\ud800\\u0000"}'))],
+                stream=KEYED)
+    assert p.bad == [] and [r[0] for r in p.rows] == ["\U0001f600", "b"] and p.extra == 1
+
+
+def test_nul_kept_in_attrs_or_jsonb_is_bad_type_but_a_backslash_zero_is_text():
+    lines = [
+        '{"k":"a","ts":"' + TS + '","x\\u0000":1}',  # NUL in a member's name
+        '{"k":"b","ts":"' + TS + '","meta":{"y":["\\u0000"]}}',
+        '{"k":"c","ts":"' + TS + '","x":"\\\\u0000 is six characters"}',
+    ]
+    p = parse_s([("x.jsonl", jsonl(*lines))])
+    assert [(b.reason, b.raw) for b in p.bad] == [("bad_type", lines[0]), ("bad_type", lines[1])]
+    assert [json.loads(r[-1]) for r in p.rows] == [{"x": "\\u0000 is six characters"}]
+
+
+def test_key_length_limit_is_the_built_in_streams():
+    from slidewin.ingest.parse import MAX_UUID_CHARS
+    from slidewin.ingest.typed import MAX_KEY_CHARS
+
+    assert MAX_KEY_CHARS == MAX_UUID_CHARS == 200
+    keys = ["é" * 200, "k" * 201]  # 400 bytes is fine: characters are counted
+    p = parse_s([("x.jsonl", jsonl(*({"k": k, "ts": TS} for k in keys)))])
+    assert [r[0] for r in p.rows] == keys[:1]
+    assert [(b.reason, b.detail) for b in p.bad] == [
+        ("bad_type", "k (text): 201 characters, more than the 200 a key may have (an index "
+                     "entry must fit in a page)")]
+
+
+def test_an_indexed_text_column_has_the_key_limit_and_others_do_not():
+    labelled = Stream(name="s", key="k", time="ts",
+                      columns=(Column("k", "text", True), Column("ts", "timestamptz", True),
+                               Column("label", "text"), Column("note", "text")),
+                      measures=())
+    line = json.dumps({"k": "a", "ts": TS, "label": "l" * 201, "note": "n" * 5000})
+    assert [r[3] for r in parse_s([("x.jsonl", jsonl(line))], stream=labelled).rows] == [
+        "n" * 5000]
+    p = parse_s([("x.jsonl", jsonl(line))], stream=labelled, indexed=("label", "ts"))
+    assert [(b.reason, b.detail) for b in p.bad] == [
+        ("bad_type", "label (text): 201 characters, more than the 200 a text column an index "
+                     "holds may have (an index entry must fit in a page)")]
+
+
+def _parquet(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def test_the_poison_in_csv_and_parquet():
+    """The same values in the other formats (a lone surrogate cannot be written in UTF-8
+    text: CSV's and Parquet's are invalid bytes, bad_encoding as before)."""
+    csv_data = (f"k,ts,x\n{'k' * 3000},{TS},\na,{TS},a\x00b\ngood,{TS},\n").encode()
+    p = parse_s([("x.csv", csv_data)])
+    assert [b.reason for b in p.bad] == ["bad_type", "bad_type"]
+    assert p.bad[1].raw == f"a,{TS},a\\0b" and p.bad[1].raw_bytes == f"a,{TS},a\x00b".encode()
+    ts = pa.array([NOW_S] * 4, pa.timestamp("us", tz="UTC"))
+    table = pa.table({"k": ["k" * 3000, "ok", "a", "b"], "ts": ts})
+    for stream in (KEYED, KEPT):  # the fast path, then the record path (extras kept)
+        p = parse_s([("x.parquet", _parquet(table))], stream=stream)
+        assert [b.reason for b in p.bad] == ["bad_type"] and p.good == 3
+    with_x = table.append_column("x", pa.array([None, None, "a\x00b", None]))
+    p = parse_s([("x.parquet", _parquet(with_x))])
+    assert sorted(b.reason for b in p.bad) == ["bad_type", "bad_type"] and p.good == 2
+
+
+def test_a_parquet_string_that_is_not_utf8_is_bad_encoding_not_a_failed_batch():
+    bad = pa.array([b"a\xed\xa0\x80", b"ok", b"z\xff"], pa.binary()).view(pa.string())
+    ts = pa.array([NOW_S] * 3, pa.timestamp("us", tz="UTC"))
+    data = _parquet(pa.table({"k": bad, "ts": ts}))
+    p = parse_s([("x.parquet", data)])
+    assert [r[0] for r in p.rows] == ["ok"]
+    assert [(b.reason, b.raw_bytes) for b in p.bad] == [
+        ("bad_encoding", b"a\xed\xa0\x80"), ("bad_encoding", b"z\xff")]
+    assert "\ufffd" in p.bad[0].raw
+    dropped = _parquet(pa.table({"k": ["a", "b", "c"], "ts": ts, "junk": bad}))
+    p = parse_s([("x.parquet", dropped)], stream=KEYED)  # not stored: no reason to refuse
+    assert p.bad == [] and p.good == 3 and p.extra == 3
+    # a row the fast path leaves to the record path, beside such a column
+    one_missing = _parquet(pa.table({"k": ["a", None, "c"], "ts": ts, "junk": bad}))
+    p = parse_s([("x.parquet", one_missing)], stream=KEYED)
+    assert [b.reason for b in p.bad] == ["missing_field"] and p.good == 2
+
+
+def test_a_jsonl_file_may_start_with_a_byte_order_mark():
+    p = parse_s([("x.jsonl", b"\xef\xbb\xbf" + jsonl({"k": "a", "ts": TS}, {"k": "b", "ts": TS})),
+                 ("y.csv", b"\xef\xbb\xbfk,ts\nc," + TS.encode() + b"\n")])
+    assert p.bad == [] and [r[0] for r in p.rows] == ["a", "b", "c"]
+
+
+def test_a_csv_header_naming_a_column_twice_refuses_the_whole_file():
+    data = f"k,ts,k,v\na,{TS},b,1\nc,{TS},d,2\n".encode()
+    p = parse_s([("x.csv", data), ("y.csv", f"k, ts ,ts\na,{TS},{TS}\n".encode())])
+    assert p.rows == []
+    assert [(b.source, b.reason, b.raw) for b in p.bad] == [
+        ("x.csv", "malformed", data.decode()),
+        ("y.csv", "malformed", f"k, ts ,ts\na,{TS},{TS}\n")]
+    assert "column 'k' more than once" in p.bad[0].detail
+    assert "column 'ts' more than once" in p.bad[1].detail
