@@ -23,7 +23,7 @@ from psycopg.rows import dict_row
 
 from slidewin.db.connect import refusal_text
 from slidewin.db.errors import ConfigError, ProcedureError
-from slidewin.db.limits import check_duration
+from slidewin.db.limits import check_duration, check_window_events
 from slidewin.db.units import format_duration
 from slidewin.db.window_rows import TIMEOUT, Rows, streamed
 from slidewin.db.windows import Completeness, CountWindow
@@ -364,6 +364,7 @@ def count_windows(
 ) -> list[CountWindow]:
     """Count windows over the newest events of a declared stream (``db.windows.count_windows``
     for the built-in one); n is the measure's values."""
+    check_window_events(size, advance, rows)
     with procedure_errors():
         found = conn.execute(
             "SELECT window_no, window_start, window_end, cnt, total, vmin, vmax, avg "
@@ -379,6 +380,7 @@ def open_count_windows(
     timeout: timedelta | None = TIMEOUT,
 ) -> AbstractContextManager[Rows[CountWindow]]:
     """``count_windows``, streamed through a server-side cursor (see ``open_windows``)."""
+    check_window_events(size, advance, rows)
     return streamed(conn, "SELECT window_no, window_start, window_end, cnt, total, vmin, vmax, "
                     "avg FROM slidewin.stream_count_windows(%s, %s, %s, %s, %s, %s)",
                     (stream, measure, size, advance, rows, key), lambda row: CountWindow(*row),

@@ -18,10 +18,15 @@ import pytest
 from click.testing import CliRunner
 
 from slidewin.client.cli import cli
-from slidewin.db import joins, sessions, streams
+from slidewin.db import joins, sessions, streams, windows
 from slidewin.db.errors import ConfigError, ProcedureError
 from slidewin.db.events import Event, insert_events
-from slidewin.db.limits import MAX_DURATION, MAX_DURATION_TEXT, check_duration
+from slidewin.db.limits import (
+    MAX_DURATION,
+    MAX_DURATION_TEXT,
+    MAX_WINDOW_EVENTS,
+    check_duration,
+)
 from slidewin.db.retention_settings import RetentionSettings, upsert_settings
 from slidewin.db.streams import Column
 from slidewin.db.units import parse_duration
@@ -331,3 +336,19 @@ def test_library_refusals_are_config_errors_not_database_errors(sconn):
         == (0,)
     with pytest.raises(ProcedureError, match="no stream"):
         _join(sconn)  # valid durations pass the Python check and reach the SQL
+
+
+# -- count windows: the most events ------------------------------------------------------------
+
+def test_count_window_numbers_past_the_limit_are_refused_before_the_sql(sconn, small_store_dsn):
+    """SQL and Python hold the same most events; a larger number named, not a missing
+    function (a Python int past 2**31 is a bigint no count-window function takes)."""
+    sconn.execute("SELECT slidewin.check_count_windows(1, 1, %s)", (MAX_WINDOW_EVENTS,))
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="to 1000000 events"):
+        sconn.execute("SELECT slidewin.check_count_windows(1, 1, %s)", (MAX_WINDOW_EVENTS + 1,))
+    with pytest.raises(ConfigError, match=r"--rows 100000000000 is more than the limit of "
+                       r"1000000 events"):
+        windows.count_windows(sconn, 1, None, 100_000_000_000)
+    res = CliRunner().invoke(cli, ["--dsn", small_store_dsn, "windows", "rows", "--size", "1",
+                                   "--rows", "100000000000"])
+    assert res.exit_code == 2 and "--rows 100000000000 is more than the limit" in res.output

@@ -18,6 +18,7 @@ import psycopg
 
 from slidewin.db import clock, key_windows, streams, window_follow, windows
 from slidewin.db.errors import ConfigError, ProcedureError
+from slidewin.db.units import format_duration
 
 BUILTIN = "events"
 QUESTIONS = ("avg", "max", "min", "sum", "count")
@@ -210,7 +211,12 @@ def resolve_range(
             raise ConfigError("--last and --from/--to both given; use one of them")
         return from_, to
     end = reference_time(conn, relative_to, stream)
-    return end - (last if last is not None else timedelta(hours=1)), end
+    span = last if last is not None else timedelta(hours=1)
+    try:
+        return end - span, end
+    except OverflowError:  # before year 1: no time holds it
+        raise ConfigError(f"--last {format_duration(span)} before {end.isoformat()} falls "
+                          "before year 1; use a shorter --last or a later --relative-to") from None
 
 
 _PARAM = re.compile(r"(?<![-\w])(size|advance|rows)\b|^(from|to|key)\b")
