@@ -323,6 +323,8 @@ def test_retention_history_extremes_are_refused_or_work(sconn, history, expect):
             RetentionPolicy(history=history)
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="history 3650000d is"):
             upsert_settings(sconn, RetentionSettings("p", history.total_seconds(), None, 100, 0))
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="history .* is longer"):
+            upsert_settings(sconn, RetentionSettings("p", 1e300, None, 100, 0))  # past interval
     else:
         with pytest.raises(ConfigError, match="negative"):
             RetentionPolicy(history=history)
