@@ -332,6 +332,9 @@ def test_the_wheel_ships_the_page_and_its_chart_library(tmp_path):
     ("/api/v1/windows/rows?size=1&rows=100000000000",
      "--rows 100000000000 is more than the limit of 1000000 events"),
     ("/api/v1/windows/rows?size=100000000000", "--size 100000000000 is more than the limit"),
+    ("/api/v1/windows/current?size=1s&delta=1d&relative_to=0001-01-01T00:30:00Z",
+     "--delta 1d before 0001-01-01T00:30:00+00:00 falls before year 1"),
+    ("/api/v1/sessions/visits?last=" + "9" * 60 + "s", "last 99999999999999999999..."),
 ])
 def test_a_number_too_large_for_the_store_is_400_naming_the_parameter(client, path, said):
     """These answered 500 (an OverflowError, or a bigint no count-window function takes)."""

@@ -354,7 +354,12 @@ def current_windows(conn: psycopg.Connection, size: timedelta, advance: timedelt
     ref = reference_time(conn, relative_to, stream)
     if relative_to == "stream":
         ref -= timedelta(microseconds=1)  # inside the newest second, not after it
-    at = ref - (delta or timedelta(0))
+    try:
+        at = ref - (delta or timedelta(0))
+    except OverflowError:  # before year 1: no time holds it
+        raise ConfigError(f"--delta {format_duration(delta or timedelta(0))} before "
+                          f"{ref.isoformat()} falls before year 1; use a shorter --delta or a "
+                          "later --relative-to") from None
     try:
         if is_declared:
             found = streams.windows_at(conn, stream, size, step, at, measure=measure, key=key)
