@@ -174,7 +174,11 @@ def test_stream_alter_refuses_a_history_shorter_than_grace(sconn):
     done = streams.set_retention(sconn, "s", history=timedelta(minutes=2),
                                  grace=timedelta(seconds=30))
     assert (done.history, done.grace) == (timedelta(minutes=2), timedelta(seconds=30))
+    done = streams.set_retention(sconn, "s", history=None, grace=timedelta(seconds=90))
+    assert (done.history, done.grace) == (timedelta(minutes=2), timedelta(seconds=90))
     _works(sconn, "s")
+    done = streams.set_retention(sconn, "s", history=None, grace=YEARS_100, forever=True)
+    assert (done.history, done.grace) == (None, YEARS_100)
 
 
 def test_cli_stream_options_over_the_limit_name_the_option(sconn, small_store_dsn):
