@@ -24,6 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from slidewin.db.limits import check_duration
 from slidewin.db.streams import procedure_errors
 
 KINDS = ("interval", "rows", "asof")
@@ -128,7 +129,11 @@ def define(
     select_right: Sequence[str] | None = None, now: datetime | None = None,
 ) -> Join:
     """Define a join (``slidewin.join_define``) in one transaction; an interval join pairs what
-    the streams hold already. ``now`` is the clock of the idle rule (default: the database's)."""
+    the streams hold already. ``now`` is the clock of the idle rule (default: the database's).
+    Durations are bounded first (0 .. 100 years; idle more than 0), as the SQL bounds them."""
+    for option, value in (("--before", before), ("--after", after), ("--grace", grace)):
+        check_duration(option, value, fix="use a shorter window")
+    check_duration("--idle", idle, zero=False, fix="use a shorter --idle, or never")
     left_on, right_on = parse_on(on)
     with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(

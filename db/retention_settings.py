@@ -74,3 +74,56 @@ def upsert_settings(conn: psycopg.Connection, settings: RetentionSettings) -> No
 def delete_settings(conn: psycopg.Connection, name: str) -> None:
     """Drop the row named ``name`` (nothing happens when there is none)."""
     conn.execute(_DELETE, (name,))
+
+
+@dataclass(frozen=True)
+class PolicySnapshot:
+    """Retention policy ``name`` as a command found it: its settings row and the scheduler's
+    job of that name (the row APScheduler stores: next run time and pickled state), each None
+    when there was none. ``restore_policy`` puts both back as they were, byte for byte."""
+
+    name: str
+    settings: RetentionSettings | None
+    job: tuple[float | None, bytes] | None
+
+
+_JOB_SELECT = "SELECT next_run_time, job_state FROM slidewin.apscheduler_jobs WHERE id = %s"
+_JOB_UPSERT = (
+    "INSERT INTO slidewin.apscheduler_jobs (id, next_run_time, job_state) VALUES (%s, %s, %s) "
+    "ON CONFLICT (id) DO UPDATE SET next_run_time = EXCLUDED.next_run_time, "
+    "job_state = EXCLUDED.job_state"
+)
+
+
+def snapshot_policy(conn: psycopg.Connection, name: str = DEFAULT_NAME) -> PolicySnapshot:
+    """Policy ``name`` (settings and scheduled job) as it is now, for ``restore_policy``."""
+    row = conn.execute(_JOB_SELECT, (name,)).fetchone()
+    job = None if row is None else (row[0], bytes(row[1]))
+    return PolicySnapshot(name, read_settings(conn, name), job)
+
+
+def restore_policy(conn: psycopg.Connection, saved: PolicySnapshot) -> None:
+    """Put policy ``saved.name`` back as ``snapshot_policy`` found it, in one transaction: the
+    settings row and the job restored, or removed when there were none. Run it when no
+    scheduler is running the job (one would write its next run time back)."""
+    with conn.transaction():
+        if saved.settings is None:
+            delete_settings(conn, saved.name)
+        else:
+            upsert_settings(conn, saved.settings)
+        if saved.job is None:
+            conn.execute("DELETE FROM slidewin.apscheduler_jobs WHERE id = %s", (saved.name,))
+        else:
+            conn.execute(_JOB_UPSERT, (saved.name, *saved.job))
+
+
+def describe_policy(saved: PolicySnapshot) -> str:
+    """``retention policy 'default' (history 30s, max rows 1000)`` or ``... none``: how a
+    command reports what it put back."""
+    s = saved.settings
+    if s is None:
+        return f"retention policy '{saved.name}': none"
+    limits = [f"history {s.history_s:g}s" if s.history_s is not None else "",
+              f"max rows {s.max_rows}" if s.max_rows is not None else ""]
+    job = ", its job scheduled" if saved.job is not None else ""
+    return f"retention policy '{saved.name}' ({', '.join(x for x in limits if x)}{job})"

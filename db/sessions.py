@@ -23,6 +23,8 @@ import psycopg
 
 from slidewin.db.connect import procedure_errors, refusal_text
 from slidewin.db.errors import ConfigError, ProcedureError
+from slidewin.db.limits import MAX_DURATION, MAX_DURATION_TEXT, check_duration
+from slidewin.db.units import format_duration
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MAX_LIMIT = 100_000
@@ -48,6 +50,14 @@ class SessionDef:
             raise ConfigError(f"--gap {_text(self.gap)} must be more than 0: use e.g. --gap 30s")
         if self.grace < timedelta(0):
             raise ConfigError(f"--grace {_text(self.grace)} must be 0 or more: use e.g. 5s")
+        for option, value in (("--gap", self.gap), ("--grace", self.grace),
+                              ("--retention", self.retention)):
+            check_duration(option, value)  # at most 100 years: session times stay timestamps
+        if self.gap + self.grace > MAX_DURATION:
+            raise ConfigError(
+                f"--gap plus --grace ({format_duration(self.gap + self.grace)}) is longer than "
+                f"the limit of {MAX_DURATION_TEXT}, which --retention must cover; use a shorter "
+                "--gap or --grace")
         if self.retention < self.gap + self.grace:
             raise ConfigError(
                 f"--retention {_text(self.retention)} is shorter than --gap plus --grace "

@@ -22,7 +22,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from slidewin.db.connect import refusal_text
-from slidewin.db.errors import ProcedureError
+from slidewin.db.errors import ConfigError, ProcedureError
+from slidewin.db.limits import check_duration, check_window_events
+from slidewin.db.units import format_duration
 from slidewin.db.window_rows import TIMEOUT, Rows, streamed
 from slidewin.db.windows import Completeness, CountWindow
 from slidewin.db.windows import Window as WindowRow
@@ -127,6 +129,7 @@ def define(
     history: timedelta | None = None, grace: timedelta = timedelta(0),
 ) -> Stream:
     """Declare a stream and create its tables (``slidewin.stream_define``), in one transaction."""
+    check_retention(history, grace)
     cols = json.dumps([{"name": c.name, "type": c.type, "required": c.required} for c in columns])
     with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
@@ -157,21 +160,42 @@ def add_measure(conn: psycopg.Connection, name: str, column: str) -> Stream:
     return _stream(row)
 
 
+def check_retention(history: timedelta | None, grace: timedelta | None) -> None:
+    """ConfigError unless ``history`` (None: forever) is more than 0 and ``grace`` 0 or more,
+    each at most db.limits.MAX_DURATION, and history is at least grace + 1 s (KIP-428:
+    retention >= size + grace, and a window is at least 1 s: a shorter history would refuse
+    every window of the stream). The SQL twin: ``slidewin.stream_check_retention``."""
+    check_duration("--history", history, zero=False)
+    if grace is None:
+        raise ConfigError("--grace is missing; give --grace 0s or more")
+    check_duration("--grace", grace)
+    if history is not None and history < grace + SMALLEST_WINDOW:
+        raise ConfigError(
+            f"--history {format_duration(history)} is shorter than --grace "
+            f"{format_duration(grace)} plus the smallest window (1s): every window of the stream "
+            f"would be refused; keep --history at {format_duration(grace + SMALLEST_WINDOW)} or "
+            "more, or give a shorter --grace")
+
+
+SMALLEST_WINDOW = timedelta(seconds=1)  # windows are read from per-second rollups
+
+
 def set_retention(
     conn: psycopg.Connection, name: str, *, history: timedelta | None, grace: timedelta | None,
     forever: bool = False,
 ) -> Stream:
     """Change a declared stream's history (None: keep; ``forever``: keep every event) and grace
-    (None: keep)."""
-    get_stream(conn, name)
+    (None: keep), in one statement, checked together (``check_retention``; the streams'
+    trigger checks again for a psql UPDATE)."""
+    now = get_stream(conn, name)
+    new_history = None if forever else (history if history is not None else now.history)
+    check_retention(new_history, grace if grace is not None else now.grace)
     with procedure_errors(), conn.transaction():
-        if forever:
-            conn.execute("UPDATE slidewin.streams SET history = NULL WHERE name = %s", (name,))
-        elif history is not None:
-            conn.execute("UPDATE slidewin.streams SET history = %s WHERE name = %s",
-                         (history, name))
-        if grace is not None:
-            conn.execute("UPDATE slidewin.streams SET grace = %s WHERE name = %s", (grace, name))
+        conn.execute(
+            "UPDATE slidewin.streams SET history = CASE WHEN %(forever)s THEN NULL "
+            "ELSE coalesce(%(history)s, history) END, grace = coalesce(%(grace)s, grace) "
+            "WHERE name = %(name)s",
+            {"forever": forever, "history": history, "grace": grace, "name": name})
     return get_stream(conn, name)
 
 
@@ -340,6 +364,7 @@ def count_windows(
 ) -> list[CountWindow]:
     """Count windows over the newest events of a declared stream (``db.windows.count_windows``
     for the built-in one); n is the measure's values."""
+    check_window_events(size, advance, rows)
     with procedure_errors():
         found = conn.execute(
             "SELECT window_no, window_start, window_end, cnt, total, vmin, vmax, avg "
@@ -355,6 +380,7 @@ def open_count_windows(
     timeout: timedelta | None = TIMEOUT,
 ) -> AbstractContextManager[Rows[CountWindow]]:
     """``count_windows``, streamed through a server-side cursor (see ``open_windows``)."""
+    check_window_events(size, advance, rows)
     return streamed(conn, "SELECT window_no, window_start, window_end, cnt, total, vmin, vmax, "
                     "avg FROM slidewin.stream_count_windows(%s, %s, %s, %s, %s, %s)",
                     (stream, measure, size, advance, rows, key), lambda row: CountWindow(*row),

@@ -7,6 +7,7 @@ import re
 from datetime import timedelta
 
 from slidewin.db.errors import ConfigError
+from slidewin.db.limits import MAX_DURATION, MAX_DURATION_TEXT
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -15,13 +16,20 @@ _COUNT_UNITS = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
 
 
 def parse_duration(text: str, *, name: str = "duration", default_unit: str = "s") -> timedelta:
-    """``"30s"`` -> 30 s; a bare number is in ``default_unit``. Negative values are refused."""
+    """``"30s"`` -> 30 s; a bare number is in ``default_unit``. Negative values are refused, and
+    so is anything longer than db.limits.MAX_DURATION (100 years: no option means more, and a
+    time plus or minus it stays a time), before it can overflow a timedelta or a timestamp."""
     match = _DURATION.match(str(text))
     if not match:
         raise ConfigError(
             f"{name} {text!r} is not a duration; use a number with a unit, e.g. 500ms, 30s, 5m, 1h"
         )
     seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2) or default_unit]
+    if seconds > MAX_DURATION.total_seconds():  # inf too: 400 nines are a float's infinity
+        shown = str(text).strip()
+        shown = shown if len(shown) <= 40 else f"{shown[:20]}...{shown[-8:]}"
+        raise ConfigError(f"{name} {shown} is longer than the limit of {MAX_DURATION_TEXT}; "
+                          "use a shorter duration")
     return timedelta(seconds=seconds)
 
 

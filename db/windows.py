@@ -13,6 +13,7 @@ from decimal import Decimal
 import psycopg
 
 from slidewin.db.connect import procedure_errors
+from slidewin.db.limits import check_window_events
 from slidewin.db.window_rows import TIMEOUT, Rows, streamed
 
 
@@ -149,6 +150,7 @@ def count_windows(
 ) -> list[CountWindow]:
     """Windows of ``size`` events every ``advance`` events over the newest ``rows`` events
     (defaults: tumbling, one window: the last ``size`` events)."""
+    check_window_events(size, advance, rows)
     with procedure_errors():
         found = conn.execute(
             "SELECT window_no, window_start, window_end, n, total, vmin, vmax, avg "
@@ -181,6 +183,7 @@ def open_count_windows(
     *, timeout: timedelta | None = TIMEOUT,
 ) -> AbstractContextManager[Rows[CountWindow]]:
     """``count_windows``, streamed through a server-side cursor (see ``open_series``)."""
+    check_window_events(size, advance, rows)
     return streamed(conn, "SELECT window_no, window_start, window_end, n, total, vmin, vmax, avg "
                     "FROM slidewin.count_windows(%s, %s, %s)", (size, advance, rows),
                     lambda row: CountWindow(*row), timeout=timeout)

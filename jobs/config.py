@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-from slidewin.db.limits import MAX_CHUNK
+from slidewin.db.limits import MAX_CHUNK, MAX_DURATION, MAX_DURATION_TEXT
 from slidewin.db.retention_settings import RetentionSettings
+from slidewin.db.units import format_duration
 from slidewin.jobs.errors import PolicyError
 
 MAX_WORKERS = 16
@@ -134,6 +135,9 @@ def _check_history(history: timedelta | None) -> None:
         raise PolicyError(f"--history {history!r} is not a duration; use e.g. 30s or 5m")
     if history is not None and history < timedelta(0):
         raise PolicyError(f"--history {history} is negative; use a positive age such as 30s")
+    if history is not None and history > MAX_DURATION:  # the SQL refuses it too
+        raise PolicyError(f"--history {format_duration(history)} is longer than the limit of "
+                          f"{MAX_DURATION_TEXT}; use a shorter history")
 
 
 def _check_max_rows(max_rows: int | None) -> None:

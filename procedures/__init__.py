@@ -32,6 +32,8 @@ BASELINE: tuple[str, ...] = (
     "functions/partition_name.sql",
     "functions/check_partition.sql",
     "functions/check_chunk.sql",
+    "functions/check_duration.sql",
+    "functions/retention_settings_check.sql",
     "functions/check_window.sql",
     "functions/check_cutoff.sql",
     "functions/check_target_rows.sql",

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from slidewin.db import joins, streams
-from slidewin.db.errors import ProcedureError
+from slidewin.db.errors import ConfigError, ProcedureError
 from slidewin.db.streams import Column
 from tests.conftest import T0
 
@@ -328,8 +328,8 @@ def test_retention_keeps_what_the_joins_watermark_has_not_passed(
 def test_refusals_name_the_parameter_the_value_and_the_fix(conn: psycopg.Connection) -> None:
     declare(conn, history=timedelta(minutes=1))
     cases: Sequence[tuple[dict, str]] = [
-        ({"before": -S}, "before must be 0 or more"),
-        ({"grace": -S}, "grace must be 0 or more"),
+        ({"before": -S}, "--before -1s must be 0 or more"),
+        ({"grace": -S}, "--grace -1s must be 0 or more"),
         ({"before": 40 * S, "after": 30 * S}, "less than before + after + grace"),
         ({"on": "nope"}, "on: stream orders has no column 'nope'"),
         ({"right": "events"}, "built in"),
@@ -340,7 +340,7 @@ def test_refusals_name_the_parameter_the_value_and_the_fix(conn: psycopg.Connect
     ]
     for change, words in cases:
         args = {"left": "orders", "right": "shipments", "on": "k", **change}
-        with pytest.raises(ProcedureError) as refused:
+        with pytest.raises((ProcedureError, ConfigError)) as refused:
             joins.define(conn, "j", **args)
         assert words in str(refused.value), (change, str(refused.value))
     joins.define(conn, "j", left="orders", right="shipments", on="k", before=20 * S, after=20 * S)

@@ -321,3 +321,22 @@ def test_the_wheel_ships_the_page_and_its_chart_library(tmp_path):
                  "vendor/uplot/uPlot.min.css", "vendor/uplot/LICENSE"):
         assert static + name in names, name
     assert "slidewin/procedures/metrics/counters.sql" in names
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    ("/api/v1/windows/tumbling?size=1s&last=100000000d",
+     "last 100000000d is longer than the limit of 100 years (36500d)"),
+    ("/api/v1/windows/tumbling?size=" + "9" * 60 + "s", "size 99999999999999999999..."),
+    ("/api/v1/windows/tumbling?size=1s&last=1h&relative_to=0001-01-01T00:30:00Z",
+     "falls before year 1"),
+    ("/api/v1/windows/rows?size=1&rows=100000000000",
+     "--rows 100000000000 is more than the limit of 1000000 events"),
+    ("/api/v1/windows/rows?size=100000000000", "--size 100000000000 is more than the limit"),
+    ("/api/v1/windows/current?size=1s&delta=1d&relative_to=0001-01-01T00:30:00Z",
+     "--delta 1d before 0001-01-01T00:30:00+00:00 falls before year 1"),
+    ("/api/v1/sessions/visits?last=" + "9" * 60 + "s", "last 99999999999999999999..."),
+])
+def test_a_number_too_large_for_the_store_is_400_naming_the_parameter(client, path, said):
+    """These answered 500 (an OverflowError, or a bigint no count-window function takes)."""
+    body = api_json(client, path, 400)
+    assert said in body["error"] and body["exit_code"] == 2, body

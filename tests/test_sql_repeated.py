@@ -42,6 +42,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                                (), False),
     "check_chunk": ("SELECT slidewin.check_chunk(%s)", (100,), False),
     "check_cutoff": ("SELECT slidewin.check_cutoff(%s)", (at(0),), False),
+    "check_duration": ("SELECT slidewin.check_duration('grace', %s)", (5 * S,), False),
     "check_key": ("SELECT slidewin.check_key(%s)", ("a",), False),
     "check_count_windows": ("SELECT slidewin.check_count_windows(%s, %s, %s)", (4, 2, 10), False),
     "check_partition": ("SELECT slidewin.check_partition(%s)", (1,), False),
@@ -236,8 +237,8 @@ UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets", "rollup_pieces",
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
             "stream_rollups_on_truncate", "joins_on_insert", "join_check_history",
-            "count_dead_letters", "count_ingest_batches",
-            "joins_refuse_change"}
+            "count_dead_letters", "count_ingest_batches", "joins_refuse_change",
+            "stream_check_retention", "retention_settings_check"}
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import psycopg
 
 from slidewin.db import clock, key_windows, streams, window_follow, windows
 from slidewin.db.errors import ConfigError, ProcedureError
+from slidewin.db.units import format_duration
 
 BUILTIN = "events"
 QUESTIONS = ("avg", "max", "min", "sum", "count")
@@ -210,7 +211,12 @@ def resolve_range(
             raise ConfigError("--last and --from/--to both given; use one of them")
         return from_, to
     end = reference_time(conn, relative_to, stream)
-    return end - (last if last is not None else timedelta(hours=1)), end
+    span = last if last is not None else timedelta(hours=1)
+    try:
+        return end - span, end
+    except OverflowError:  # before year 1: no time holds it
+        raise ConfigError(f"--last {format_duration(span)} before {end.isoformat()} falls "
+                          "before year 1; use a shorter --last or a later --relative-to") from None
 
 
 _PARAM = re.compile(r"(?<![-\w])(size|advance|rows)\b|^(from|to|key)\b")
@@ -348,7 +354,12 @@ def current_windows(conn: psycopg.Connection, size: timedelta, advance: timedelt
     ref = reference_time(conn, relative_to, stream)
     if relative_to == "stream":
         ref -= timedelta(microseconds=1)  # inside the newest second, not after it
-    at = ref - (delta or timedelta(0))
+    try:
+        at = ref - (delta or timedelta(0))
+    except OverflowError:  # before year 1: no time holds it
+        raise ConfigError(f"--delta {format_duration(delta or timedelta(0))} before "
+                          f"{ref.isoformat()} falls before year 1; use a shorter --delta or a "
+                          "later --relative-to") from None
     try:
         if is_declared:
             found = streams.windows_at(conn, stream, size, step, at, measure=measure, key=key)

@@ -2,8 +2,9 @@
 
 Order: check Java (Spark needs 17+) and the database first, so a missing JVM or an unreachable
 server is one clear line before anything starts; initialise the schema; record the retention
-policy; start ``slidewin ingest`` and wait until its streams run (events written before then
-would be judged late against the first batch); unless --inline, schedule and start the retention
+policy (the store's own, saved first, is put back at the end); start ``slidewin ingest`` and
+wait until its streams run (events written before then would be judged late against the first
+batch); unless --inline, schedule and start the retention
 scheduler (``slidewin jobs``); then run the client in this process for --duration.
 
 Every child gets the DSN in its environment (SLIDEWIN_DSN, never on its command line, which
@@ -74,6 +75,12 @@ from slidewin.db import sessions, streams
 from slidewin.db.clock import utc_now
 from slidewin.db.config import redact
 from slidewin.db.errors import SlidewinError
+from slidewin.db.retention_settings import (
+    PolicySnapshot,
+    describe_policy,
+    restore_policy,
+    snapshot_policy,
+)
 from slidewin.db.schema import init_schema
 from slidewin.db.signals import Stop, stop_on_signals
 from slidewin.ingest.backlog import (
@@ -139,14 +146,25 @@ def demo_sessions(gap: timedelta) -> sessions.SessionDef:
     return sessions.SessionDef(SESSION_NAME, gap, grace, max(timedelta(minutes=10), gap + grace))
 
 
-def _retention_stays(config: ClientConfig) -> str:
+def _restore_retention(app: AppContext, saved: PolicySnapshot) -> None:
     """The demo stored its retention as the store's policy 'default' (the scheduler's job and
-    the ingest's expired rule): say that it stays, and how to change it."""
-    limits = [f"history {config.history_s:g}s" if config.history_s else "",
-              f"max rows {config.max_rows}" if config.max_rows else ""]
-    return (f"retention policy 'default' ({', '.join(x for x in limits if x)}) stays in the "
-            "store for later `slidewin jobs run` and ingests; change it with `slidewin jobs add "
-            "retention --history ...`")
+    the ingest's expired rule); left there, it would rule every later ingest, `jobs run` and
+    window check (a 30 s history refuses the dashboard's windows). Put back what the demo found
+    -- or, when that fails, say what stays and how to change it."""
+    try:
+        with app.connect() as conn:
+            restore_policy(conn, saved)
+    except Exception as exc:  # the store went away: say what the demo left
+        app.progress(f"warning: the demo's retention policy '{saved.name}' stays in the store "
+                     f"({type(exc).__name__}); it was {describe_policy(saved)}: set it again "
+                     "with `slidewin jobs add retention --history ...` or remove it with "
+                     f"`slidewin jobs remove {saved.name}`")
+        return
+    if saved.settings is None and saved.job is None:
+        app.progress(f"retention policy '{saved.name}' removed (the store had none before the "
+                     "demo)")
+    else:
+        app.progress(f"{describe_policy(saved)} put back as the demo found it")
 
 
 def _leave_session_window(app: AppContext, keep: bool) -> None:
@@ -412,7 +430,9 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     order, grace 5s), writes orders at --join-rate and shipments for 80% of them about 5s
     later, reports the join's pairs, unshipped orders, late records, W and result freshness
     every interval, and drops what it made when it ends (--keep-demo-join keeps it; --join-rate
-    0 runs no join). Needs Java 17+ for Spark.
+    0 runs no join). The demo's retention is stored as the policy 'default' while it runs; at
+    the end (Ctrl-C and failures too) the store's own policy 'default' is put back as it was,
+    or removed if there was none. Needs Java 17+ for Spark.
 
     \b
     Examples:
@@ -431,19 +451,22 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
     folder = run_dir(app.data_dir)
     config = replace(config, landing=landing or folder / "landing")
     with app.connect() as conn:
+        saved = snapshot_policy(conn)  # put back when the demo ends, however it ends
         record_retention(conn, config)
-        registered = bool(config.keys) and sessions.ensure(conn, sessions_def)
-        if registered:
-            app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
-        config.landing.mkdir(parents=True, exist_ok=True)
-        side, declared = _side_stream(app, conn, config, dsn, demo_stream_rate)
+        registered = declared = False
         try:
+            registered = bool(config.keys) and sessions.ensure(conn, sessions_def)
+            if registered:
+                app.progress(f"session window {SESSION_NAME} registered (gap {session_gap})")
+            config.landing.mkdir(parents=True, exist_ok=True)
+            side, declared = _side_stream(app, conn, config, dsn, demo_stream_rate)
             joined = demo_join.set_up(app, conn, config, dsn, join_rate)
         except BaseException:
             if registered:
                 _leave_session_window(app, keep_session_window)
             if declared:
                 _leave_demo_stream(app, keep_demo_stream)
+            _restore_retention(app, saved)
             raise
     demo = Demo(app, config, folder, dsn)
     stop = Stop()
@@ -491,7 +514,7 @@ def demo_command(app: AppContext, view: str, as_json: bool, landing: Path | None
                 _leave_demo_stream(app, keep_demo_stream)
             if joined is not None:
                 demo_join.leave(app, joined, keep_demo_join)
-            app.progress(_retention_stays(config))
+            _restore_retention(app, saved)
     if summary is not None:
         # a failure's JSON line carries the whole summary
         app.error_totals = partial(_with_stream, summary, side_summary, join_summary)

@@ -125,9 +125,10 @@ def range_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="With --follow: every change of a window (update) or each window "
                           "once, when it becomes final (final)."),
         click.option("--limit", type=COUNT, default=None,
-                     help="At most this many windows, the first ones: the range ends after "
-                          "the limit-th window start (sliding: second). The fix for a request "
-                          "over the work limit."),
+                     help="At most this many windows: with --last, the newest (the range "
+                          "begins at the limit-th window start before its end); with "
+                          "--from/--to, the first (it ends after the limit-th start). Sliding: "
+                          "seconds. The fix for a request over the work limit."),
         json_option("One JSON object on stdout (with --follow: one JSON line per emission)."),
     ]):
         f = option(f)
@@ -157,15 +158,22 @@ def windows_group() -> None:
     """
 
 
-def _limited(start: datetime, end: datetime, step: timedelta, limit: int | None) -> datetime:
-    """The end of [start, end) cut after the ``limit``-th start of windows ``step`` apart,
-    aligned to the epoch (sliding windows: the seconds)."""
+def _limited(start: datetime, end: datetime, step: timedelta, limit: int | None,
+             newest: bool = False) -> tuple[datetime, datetime]:
+    """[start, end) cut to ``limit`` starts of windows ``step`` apart, aligned to the epoch
+    (sliding windows: the seconds): the first ones (the range ends after the limit-th start),
+    or with ``newest`` the last ones (it begins at the limit-th start before its end) -- what
+    --last asks for: the newest windows, which with --relative-to stream hold the newest
+    events. Cutting from the start there gave the oldest windows of the range, often empty."""
     if limit is None:
-        return end
+        return start, end
     if limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {limit}")
+    if newest:
+        last = EPOCH + math.floor((end - timedelta(microseconds=1) - EPOCH) / step) * step
+        return max(start, last - (limit - 1) * step), end
     steps = math.ceil((start - EPOCH) / step)
-    return min(end, EPOCH + (steps + limit) * step)
+    return start, min(end, EPOCH + (steps + limit) * step)
 
 
 def _hms(t: datetime) -> str:
@@ -213,7 +221,7 @@ def _show(
                                       "window as it changes; use one of them")
                 _follow(app, conn, kind, params, series, settled, place, start, opts, stream)
                 return
-            end = _limited(start, end, step, opts["limit"])
+            start, end = _limited(start, end, step, opts["limit"], newest=opts["from_"] is None)
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 with opener(conn, start, end) as found:
@@ -241,11 +249,19 @@ def _print(app: AppContext, kind: str, params: dict[str, Any], opts: dict[str, A
     count = found.count()
     click.echo(f"{kind} {_describe(params)}, windows in [{_hms(start)}, {_hms(end)}) UTC; "
                f"complete up to {_hms(state.complete_up_to) if state.complete_up_to else '-'}; "
-               f"{state.late} late events in range; {count} windows")
+               f"{state.late} late events in range; {count} windows{_cut(opts)}")
     if count:
         click.echo(HEADER)
     for w in found:
         click.echo(window_line(w))
+
+
+def _cut(opts: dict[str, Any]) -> str:
+    """What --limit kept, said where the windows are counted."""
+    if opts["limit"] is None:
+        return ""
+    which = "first" if opts["from_"] is not None else "newest"
+    return f" (--limit {opts['limit']}: the range cut to its {which} {opts['limit']} window starts)"
 
 
 def _describe(params: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@
 -- for the key at or before the left record's time. Both read the streams when asked (inner or
 -- left).
 -- Refused, naming the parameter, the value and the fix (Kafka KIP-633's checks): before, after or
--- grace below 0; a stream whose history is shorter than before + after + grace; a built-in or
+-- grace below 0, or any of them or idle over 100 years (slidewin.check_duration); a stream whose history is shorter than before + after + grace; a built-in or
 -- undeclared stream; one stream on both sides; on-columns of different types; an unknown column.
 -- select_left / select_right: the columns kept (NULL: all); each side's time and key are always
 -- kept, as the result's identity. now: the clock W is first moved by (created_at records it; a
@@ -69,12 +69,16 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = format('give --%s a duration such as 0s, 10s or 2m', v_c);
         END IF;
+        -- at most 100 years: every time the join computes (ts +/- before, after, grace) stays
+        -- a timestamp, so no insert into either stream can fail on it
+        PERFORM slidewin.check_duration(v_c, v_need);
     END LOOP;
     IF p_idle IS NOT NULL AND p_idle <= interval '0' THEN
         RAISE EXCEPTION 'idle must be more than 0, got %', p_idle
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'give --idle a duration such as 1m, or never';
     END IF;
+    PERFORM slidewin.check_duration('idle', p_idle, false);
     IF p_kind = 'rows' AND (p_n_rows IS NULL OR p_n_rows NOT BETWEEN 1 AND 100000) THEN
         RAISE EXCEPTION 'rows must be 1 to 100000, got %', coalesce(p_n_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give --rows a count such as 3';

@@ -2,7 +2,8 @@
 -- definition; from the next insert on, every insert into slidewin.events keeps its sessions.
 -- Validation (Kafka's KIP-428), each error naming the parameter, the value and the fix: a name of
 -- 1-40 lowercase letters, digits and _, starting with a letter, not in use; gap > 0; grace >= 0;
--- retention >= gap + grace. Returns the definition's id.
+-- retention >= gap + grace; each at most 100 years (slidewin.check_duration). Returns the
+-- definition's id.
 CREATE OR REPLACE FUNCTION slidewin.session_define(
     p_name text, p_gap interval, p_grace interval DEFAULT interval '0',
     p_retention interval DEFAULT NULL)
@@ -26,6 +27,10 @@ BEGIN
         RAISE EXCEPTION 'grace % must be 0 or more', coalesce(p_grace::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value', HINT = 'use a grace such as 0s or 5s';
     END IF;
+    -- at most 100 years each (slidewin.check_duration): a session's times stay timestamps
+    PERFORM slidewin.check_duration('gap', p_gap, false);
+    PERFORM slidewin.check_duration('grace', p_grace);
+    PERFORM slidewin.check_duration('retention', p_retention, false);
     IF v_retention < p_gap + p_grace THEN
         RAISE EXCEPTION 'retention % is shorter than gap % plus grace %', v_retention, p_gap, p_grace
             USING ERRCODE = 'invalid_parameter_value',

@@ -1,5 +1,6 @@
 -- slidewin.stream_define(name, key, time, columns, measures, keep_extra, partitions, history,
--- grace): declare a stream and create its tables in one transaction.
+-- grace): declare a stream and create its tables in one transaction. history (NULL: forever)
+-- more than 0, grace 0 or more, each at most 100 years, history at least grace + 1 s.
 --
 -- columns: a jsonb array of {"name": ..., "type": ..., "required": true|false} in table order;
 -- the key (text, bigint or integer) and the time column (timestamptz; added when not listed) are
@@ -49,10 +50,10 @@ BEGIN
         RAISE EXCEPTION 'partitions must be 1 to 64, got %', coalesce(p_partitions::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_history <= interval '0' OR p_grace IS NULL OR p_grace < interval '0' THEN
-        RAISE EXCEPTION 'history must be more than 0 and grace 0 or more (got %, %)',
-                        p_history, p_grace USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    -- bounded up front (0 .. 100 years, slidewin.check_duration), and history >= grace + 1 s
+    -- (slidewin.stream_check_retention, which the INSERT below runs again for every writer)
+    PERFORM slidewin.check_duration('history', p_history, false);
+    PERFORM slidewin.check_duration('grace', p_grace);
     -- the columns, canonical and checked; the time column is added when not listed
     IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_columns) c WHERE c->>'name' = p_time) THEN
         p_columns := p_columns || jsonb_build_array(

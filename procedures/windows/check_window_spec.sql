@@ -3,6 +3,9 @@
 --   advance <= size (a larger advance leaves gaps no window covers);
 --   size + the ingest's grace <= the default retention policy's history, when it has one (a
 --   longer window would lose its oldest seconds to retention before it could be final).
+-- These are the built-in stream's windows: its grace is its own stream_state row's (`events`),
+-- never another stream's (a declared stream's windows are checked by
+-- slidewin.stream_window_state against its own history and grace).
 -- Sizes are whole seconds (slidewin.window_seconds).
 CREATE OR REPLACE FUNCTION slidewin.check_window_spec(p_size integer, p_advance integer)
 RETURNS void
@@ -19,7 +22,8 @@ BEGIN
                                 p_size);
     END IF;
     SELECT history_s INTO v_history FROM slidewin.retention_settings WHERE name = 'default';
-    SELECT coalesce(extract(epoch FROM max(grace)), 0) INTO v_grace FROM slidewin.stream_state;
+    SELECT coalesce(extract(epoch FROM max(grace)), 0) INTO v_grace FROM slidewin.stream_state
+     WHERE stream = 'events';
     IF v_history IS NOT NULL AND p_size + v_grace > v_history THEN
         RAISE EXCEPTION 'size %s plus the ingest''s grace %s is longer than the retention history %s',
                         p_size, v_grace, v_history

@@ -1,0 +1,37 @@
+-- slidewin.stream_check_retention(): BEFORE INSERT OR UPDATE OF history, grace trigger of
+-- slidewin.streams -- refuse, whoever writes the row (stream_define, `slidewin streams alter`, a
+-- psql UPDATE), a history or grace out of bounds (slidewin.check_duration: history more than 0,
+-- grace 0 or more, each at most 100 years) and a history shorter than grace plus the smallest
+-- window, 1 s (KIP-428: retention >= size + grace; a shorter history refuses every window of the
+-- stream). An update that leaves both as they were passes, so a row stored before these rules
+-- can still have its other columns changed.
+CREATE OR REPLACE FUNCTION slidewin.stream_check_retention()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW.history IS NOT DISTINCT FROM OLD.history
+            AND NEW.grace IS NOT DISTINCT FROM OLD.grace THEN
+        RETURN NEW;
+    END IF;
+    PERFORM slidewin.check_duration('history', NEW.history, false);
+    IF NEW.grace IS NULL THEN
+        RAISE EXCEPTION 'grace of stream % is missing', NEW.name
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'give --grace 0s or more';
+    END IF;
+    PERFORM slidewin.check_duration('grace', NEW.grace);
+    IF NEW.history < NEW.grace + interval '1 second' THEN
+        RAISE EXCEPTION 'history % of stream % is shorter than its grace % plus the smallest '
+                        'window (1s): every window of it would be refused',
+                        slidewin.duration_text(NEW.history), NEW.name,
+                        slidewin.duration_text(NEW.grace)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = format('keep --history at %s or more, or give a shorter --grace',
+                                slidewin.duration_text(NEW.grace + interval '1 second'));
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE OR REPLACE TRIGGER stream_check_retention
+    BEFORE INSERT OR UPDATE OF history, grace ON slidewin.streams
+    FOR EACH ROW EXECUTE FUNCTION slidewin.stream_check_retention();
