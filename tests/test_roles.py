@@ -19,6 +19,7 @@ import json
 import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pyarrow as pa
@@ -339,3 +340,186 @@ def test_serve_refuses_a_role_it_cannot_become_and_warns_without_roles(
     with psycopg.connect(bare, autocommit=True) as conn:
         dsn, warning = reader_dsn(conn, bare, None, prefix)
     assert dsn == bare and warning is not None and "no grants in this database" in warning
+
+
+# -- no role but the owner changes a definition or a statement another role runs --------------
+
+GROUPS = ("reader", "ingest", "jobs")
+# the registries: definitions and progress; tables holding a *_sql column are added from the
+# catalog (registry_tables), so a new one is covered without a change here
+REGISTRIES = ("slidewin.streams", "slidewin.joins", "slidewin.session_defs", "slidewin.role_sets",
+              "slidewin.retention_settings", "slidewin.config")
+# what a role may UPDATE there: the progress its own part writes, nothing else
+PROGRESS = {
+    ("ingest", "slidewin.streams"): {"retired_through"},
+    ("jobs", "slidewin.streams"): {"retired_through"},
+    ("ingest", "slidewin.joins"): {"pairs", "late_left", "late_right", "watermark", "left_only",
+                                   "right_only"},
+    ("jobs", "slidewin.joins"): {"watermark", "left_only", "right_only"},
+    ("ingest", "slidewin.session_defs"): {
+        "stream_ts", "base_ts", "base_xid", "version", "merges", "late", "events", "created",
+        "apply_seconds", "longest_key", "longest_start", "longest_end"},
+}
+
+
+def registry_tables(conn: psycopg.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT DISTINCT a.attrelid::regclass::text FROM pg_attribute a JOIN pg_class c ON "
+        "c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE "
+        "n.nspname = ANY(%s) AND c.relkind IN ('r', 'p') AND a.attname LIKE '%%\\_sql' "
+        "AND NOT a.attisdropped", (SCHEMAS,)).fetchall()
+    return sorted({r[0] for r in rows} | set(REGISTRIES))
+
+
+def statement_columns(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """Every (table, column) in the slidewin schemas whose name says it holds SQL."""
+    return conn.execute(
+        "SELECT a.attrelid::regclass::text, a.attname::text FROM pg_attribute a JOIN pg_class c "
+        "ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE "
+        "n.nspname = ANY(%s) AND c.relkind IN ('r', 'p') AND a.attname LIKE '%%\\_sql' "
+        "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY 1, 2", (SCHEMAS,)).fetchall()
+
+
+def columns_of(conn: psycopg.Connection, rel: str) -> list[str]:
+    rows = conn.execute("SELECT attname::text FROM pg_attribute WHERE attrelid = %s::regclass "
+                        "AND attnum > 0 AND NOT attisdropped ORDER BY attnum", (rel,)).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_the_statements_are_the_registries_sql_columns(store: str) -> None:
+    with psycopg.connect(store, autocommit=True) as conn:
+        found = statement_columns(conn)
+        held = conn.execute("SELECT count(*) FROM slidewin.streams WHERE insert_sql IS NOT NULL"
+                            ).fetchone()[0]
+    assert {t for t, _ in found} == {"slidewin.streams", "slidewin.joins"}
+    assert ("slidewin.joins", "show_sql") in found and ("slidewin.streams", "insert_sql") in found
+    assert held >= 2  # the declared streams' statements are there to be protected
+
+
+def test_no_role_but_the_owner_may_update_a_statement_column(store: str, prefix: str) -> None:
+    with psycopg.connect(store, autocommit=True) as conn:
+        found = statement_columns(conn)
+        logins = [f"{prefix}_l_{g}" for g in GROUPS]
+        roles = [*(f"{prefix}_{g}" for g in GROUPS), *logins, "public"]
+        allowed = [(role, t, c, priv) for role in roles for t, c in found
+                   for priv in ("UPDATE", "INSERT")
+                   if conn.execute("SELECT has_column_privilege(%s, %s, %s, %s)",
+                                   (role, t, c, priv)).fetchone()[0]]
+        owner = conn.execute("SELECT bool_and(has_column_privilege(%s, t::regclass, c, "
+                             "'UPDATE')) FROM unnest(%s::text[], %s::text[]) AS x(t, c)",
+                             (f"{prefix}_owner", [t for t, _ in found],
+                              [c for _, c in found])).fetchone()[0]
+    assert len(found) >= 10
+    assert allowed == []
+    assert owner
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_each_role_updates_only_its_progress_columns(store: str, prefix: str,
+                                                     group: str) -> None:
+    """Every column of every registry, updated to itself as ``group``: only that role's
+    progress columns succeed, and no column holding a statement is among them; INSERT and
+    DELETE fail on every registry."""
+    updated: dict[str, set[str]] = {}
+    with psycopg.connect(login_dsn(store, prefix, group), autocommit=True) as conn:
+        tables = registry_tables(conn)
+        for rel in tables:
+            for column in columns_of(conn, rel):
+                try:
+                    with conn.transaction(force_rollback=True):
+                        conn.execute(sql.SQL("UPDATE {} SET {} = {}").format(
+                            sql.SQL(rel), sql.Identifier(column), sql.Identifier(column)))
+                    updated.setdefault(rel, set()).add(column)
+                except psycopg.Error:
+                    pass
+            for kind in ("insert", "delete"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                    conn.execute(_change(conn, rel, kind))
+    assert {"slidewin.streams", "slidewin.joins", "slidewin.session_defs"} <= set(tables)
+    for rel, columns in updated.items():
+        assert columns <= PROGRESS.get((group, rel), set()), (rel, columns)
+        assert not [c for c in columns if c.endswith("_sql")]
+
+
+def test_a_statement_granted_by_mistake_is_still_refused(store: str, prefix: str) -> None:
+    """A column grant made by hand on a statement column: the registry_guard trigger refuses
+    the change all the same; the owner may still change it."""
+    with psycopg.connect(store, autocommit=True) as admin:
+        for rel in ("slidewin.streams", "slidewin.joins"):
+            admin.execute(sql.SQL("GRANT UPDATE ON {} TO {}").format(
+                sql.SQL(rel), sql.Identifier(f"{prefix}_ingest")))
+        try:
+            with psycopg.connect(login_dsn(store, prefix, "ingest"), autocommit=True) as conn:
+                for statement in (
+                        "UPDATE slidewin.streams SET insert_sql = 'SELECT 1' "
+                        "WHERE name = 'sensors'",
+                        "UPDATE slidewin.joins SET show_sql = 'SELECT 1', pairs = pairs"):
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="owner"):
+                        conn.execute(statement)
+                conn.execute("UPDATE slidewin.joins SET pairs = pairs")  # progress: allowed
+            with admin.transaction(force_rollback=True):
+                admin.execute(sql.SQL("SET LOCAL ROLE {}").format(
+                    sql.Identifier(f"{prefix}_owner")))
+                admin.execute("UPDATE slidewin.joins SET show_sql = show_sql || ' '")
+        finally:
+            admin.execute("SELECT slidewin.regrant_roles()")
+        triggered = admin.execute(
+            "SELECT array_agg(DISTINCT tgrelid::regclass::text ORDER BY tgrelid::regclass::text) "
+            "FROM pg_trigger WHERE tgname = 'registry_guard' AND tgenabled = 'O'").fetchone()[0]
+        holders = sorted({t for t, _ in statement_columns(admin)})
+    assert triggered == holders
+
+
+def test_no_role_but_the_owner_creates_objects_or_owns_functions(store: str,
+                                                                 prefix: str) -> None:
+    with psycopg.connect(store, autocommit=True) as conn:
+        roles = [*(f"{prefix}_{g}" for g in GROUPS), *(f"{prefix}_l_{g}" for g in GROUPS)]
+        creating = conn.execute(
+            "SELECT r, n.nspname FROM unnest(%s::text[]) r, pg_namespace n "
+            "WHERE has_schema_privilege(r, n.oid, 'CREATE')", (roles,)).fetchall()
+        on_db = conn.execute("SELECT r FROM unnest(%s::text[]) r WHERE "
+                             "has_database_privilege(r, current_database(), 'CREATE')",
+                             (roles,)).fetchall()
+        owners = conn.execute(
+            "SELECT DISTINCT p.proowner::regrole::text FROM pg_proc p JOIN pg_namespace n "
+            "ON n.oid = p.pronamespace WHERE n.nspname = ANY(%s)", (SCHEMAS,)).fetchall()
+    assert creating == [] and on_db == []
+    assert owners == [(f"{prefix}_owner",)]
+
+
+# -- the SECURITY DEFINER functions: each pins its search path, and docs/roles.md lists them --
+
+ROLES_DOC = Path(__file__).parent.parent / "docs" / "roles.md"
+
+
+def test_every_security_definer_function_pins_its_search_path(store: str) -> None:
+    with psycopg.connect(store, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p JOIN pg_namespace n "
+            "ON n.oid = p.pronamespace WHERE n.nspname = ANY(%s) AND p.prosecdef ORDER BY 1",
+            (SCHEMAS,)).fetchall()
+    assert rows
+    for fn, config in rows:
+        paths = [c.split("=", 1)[1] for c in config or [] if c.startswith("search_path=")]
+        assert paths, f"{fn} does not pin search_path"
+        schemas = [s.strip() for s in paths[0].split(",")]
+        assert schemas[-1] == "pg_temp", f"{fn}: pg_temp must come last, not first ({paths[0]})"
+
+
+def test_docs_roles_lists_every_security_definer_function(store: str) -> None:
+    """docs/roles.md's audit table: one row per SECURITY DEFINER function, with the arguments
+    and the search path it pins, as the catalog has them."""
+    with psycopg.connect(store, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT p.oid::regprocedure::text, pg_get_function_arguments(p.oid), "
+            "       (SELECT substr(c, 13) FROM unnest(p.proconfig) c "
+            "         WHERE c LIKE 'search\\_path=%%') "
+            "  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            " WHERE n.nspname = ANY(%s) AND p.prosecdef ORDER BY 1", (SCHEMAS,)).fetchall()
+    expected = {(fn, args or "(none)", path) for fn, args, path in rows}
+    listed = set()
+    for line in ROLES_DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `slidewin.") and len(cells) >= 3:
+            listed.add((cells[0], cells[1], cells[2]))
+    assert listed == expected

@@ -102,6 +102,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "role_grants": ("SELECT * FROM slidewin.role_grants(%s)", ("no_such_set",), False),
     "role_objects": ("SELECT slidewin.role_objects(ARRAY['events', 'rollups'])::text "
                      "ORDER BY 1", (), False),
+    "role_progress": ("SELECT rel::text, role, privileges FROM slidewin.role_progress(%s, %s) "
+                      "ORDER BY 1, 2", ("no_such_ingest", "no_such_jobs"), False),
     "retention_targets": ("SELECT * FROM slidewin.retention_targets(%s, %s)",
                           (1000, "global"), False),
     "retired_through": ("SELECT slidewin.retired_through()", (), False),
@@ -236,7 +238,7 @@ UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets", "rollup_pieces",
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
             "stream_rollups_on_truncate", "joins_on_insert", "join_check_history",
-            "count_dead_letters", "count_ingest_batches"}
+            "count_dead_letters", "count_ingest_batches", "registry_guard"}
 
 
 @pytest.fixture

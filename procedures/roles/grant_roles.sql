@@ -7,10 +7,15 @@
 --            functions that cannot change data (STABLE or IMMUTABLE, SECURITY INVOKER)
 --   ingest : member of reader; INSERT and UPDATE on what a batch writes (events and their
 --            partitions, dead letters, batch markers, stream state, counters, declared streams),
---            DELETE too on what triggers keep (rollups, sessions, join results), UPDATE on the
---            progress columns' tables (streams, joins, session_defs), TEMP (the staging table)
+--            DELETE too on what triggers keep (rollups, sessions, join results), UPDATE of the
+--            progress columns of streams, joins and session_defs (slidewin.role_progress),
+--            TEMP (the staging table)
 --   jobs   : member of reader; DELETE on the raw tables (the nibbles), what their triggers keep,
---            the job store and run records, and EXECUTE on slidewin.refresh_minute_history
+--            the job store and run records, UPDATE of the progress columns of streams and
+--            joins, and EXECUTE on slidewin.refresh_minute_history
+-- No role but the owner may change a definition or a statement the registries hold
+-- (slidewin.streams' and slidewin.joins' *_sql, run verbatim by their triggers): those columns
+-- are granted to nobody, and slidewin.registry_guard refuses their change by anyone else.
 -- EXECUTE on every function is revoked from PUBLIC (PostgreSQL grants it by default), so a
 -- role outside the set calls none; ingest and jobs may call every SECURITY INVOKER function:
 -- such a function runs with the caller's privileges, so the table grants above bound what it
@@ -105,9 +110,6 @@ BEGIN
                                                'session_tombstones']),
                    v_ingest, 'INSERT, UPDATE, DELETE'
             UNION ALL
-            SELECT slidewin.role_objects(ARRAY['streams', 'joins', 'session_defs']),
-                   v_ingest, 'UPDATE'
-            UNION ALL
             SELECT slidewin.role_objects(ARRAY['events']), v_jobs, 'DELETE'
             UNION ALL
             SELECT slidewin.role_objects(ARRAY['retention_state', 'counters']),
@@ -118,8 +120,9 @@ BEGIN
                                                'apscheduler_jobs']),
                    v_jobs, 'INSERT, UPDATE, DELETE'
             UNION ALL
-            SELECT slidewin.role_objects(ARRAY['streams', 'joins', 'session_defs']),
-                   v_jobs, 'UPDATE'
+            -- the registries: UPDATE of their progress columns alone (slidewin.role_progress),
+            -- never of a definition or of a statement the triggers run (*_sql)
+            SELECT p.rel, p.role, p.privileges FROM slidewin.role_progress(v_ingest, v_jobs) p
             UNION ALL
             SELECT c.oid::regclass, x.role, x.privileges
               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
