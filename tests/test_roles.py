@@ -523,3 +523,36 @@ def test_docs_roles_lists_every_security_definer_function(store: str) -> None:
         if line.startswith("| `slidewin.") and len(cells) >= 3:
             listed.add((cells[0], cells[1], cells[2]))
     assert listed == expected
+
+
+# -- the reader reads the jobs' status: no row lock, no migration write ------------------------
+
+
+def test_the_reader_reads_the_jobs_status(store: str, prefix: str) -> None:
+    """`jobs status --json`, its library function and /api/v1/jobs, as a reader login: the
+    stored jobs are listed without the FOR UPDATE (an UPDATE privilege) that renaming them
+    takes; the reader's migrate_job_refs changes nothing."""
+    import warnings
+
+    from slidewin.client.answers.jobs import jobs_status
+    from slidewin.client.serve.app import create_app
+    from slidewin.jobs.refs import migrate_job_refs
+    from slidewin.jobs.store import add_retention
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    add_retention(store, RetentionPolicy(history=3600 * S, chunk=100), name="reader-sees")
+    dsn = login_dsn(store, prefix, "reader")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert migrate_job_refs(conn) == []
+        answer = jobs_status(conn, dsn)
+    assert "reader-sees" in [s.job.name for s in answer.statuses]
+    result = CliRunner().invoke(cli, ["--dsn", dsn, "jobs", "status", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "reader-sees" in [j["name"] for j in json.loads(result.stdout)["jobs"]]
+    with TestClient(create_app(dsn, pool_size=1)) as client:
+        response = client.get("/api/v1/jobs")
+    assert response.status_code == 200, response.text
+    assert "reader-sees" in [j["name"] for j in response.json()["jobs"]]
