@@ -71,6 +71,7 @@ class Runtime:
     conns: ThreadConnections = field(init=False)  # each job thread's own connection
     reconnector: Reconnector = field(init=False)  # one wait for every thread, lines once
     fatal: DatabaseUnavailable | None = None  # the database did not come back in time
+    skipping: dict[str, int | None] = field(default_factory=dict)  # job -> lock holder's pid
 
     def vacuum(self) -> BackgroundVacuum:
         """The one background vacuumer of this scheduler (started on first use)."""
@@ -211,7 +212,10 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
         run = replace(run, detail={**run.detail, "streams_deleted": by_stream})
     if by_join:
         run = replace(run, detail={**run.detail, "joins_deleted": by_join})
+    if result.skipped:
+        run = replace(run, detail={**run.detail, **skipped_detail(result)})
     record_run(conn, run)
+    _report_skips(rt, name, result)
     if result.total or vacuumed or expired or by_stream or by_join:
         took = timedelta(seconds=time.monotonic() - began)
         line = _round_line(name, result, took, vacuumed)
@@ -221,6 +225,27 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
         line += "".join(f"; join {j}: {n} results past both inputs' history deleted"
                         for j, n in sorted(by_join.items()))
         rt.report(line)
+
+
+def skipped_detail(result: CatchUpResult) -> dict[str, Any]:
+    """What a run whose round was skipped records: why, and the lock holder's pid."""
+    holder = f"pid {result.held_by}" if result.held_by is not None else "another process"
+    return {"skipped_because": f"{holder} holds the retention lock (slidewin.job_locks)",
+            "held_by_pid": result.held_by}
+
+
+def _report_skips(rt: Runtime, name: str, result: CatchUpResult) -> None:
+    """One warning line when the job's rounds start being skipped (or another pid holds the
+    lock), one when they run again: every run is recorded, the terminal gets the changes."""
+    if result.skipped:
+        if name not in rt.skipping or rt.skipping[name] != result.held_by:
+            rt.report(f"warning: retention {name}: round skipped, "
+                      f"{skipped_detail(result)['skipped_because']}; no rows are deleted "
+                      "while it holds it (see: slidewin jobs status)")
+        rt.skipping[name] = result.held_by
+    elif name in rt.skipping:
+        del rt.skipping[name]
+        rt.report(f"retention {name}: the retention lock is free again; rounds run")
 
 
 def _retention_run(

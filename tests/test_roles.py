@@ -556,3 +556,34 @@ def test_the_reader_reads_the_jobs_status(store: str, prefix: str) -> None:
         response = client.get("/api/v1/jobs")
     assert response.status_code == 200, response.text
     assert "reader-sees" in [j["name"] for j in response.json()["jobs"]]
+
+
+# -- no reader can stop retention ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", ["reader", "ingest"])
+def test_no_reader_or_ingest_can_stop_retention(store: str, prefix: str, group: str) -> None:
+    """The retention lock is a row only the jobs (and the owner) may update: a reader or an
+    ingest login cannot take it, lock it or hold the advisory lock retention used to take;
+    while it tries, with a transaction open on the lock's table, the jobs' round runs."""
+    from slidewin.jobs.retention import run_round
+
+    with psycopg.connect(store, autocommit=True) as admin:
+        put(admin, [("stale", 1, at(-7200)), ("stale", 2, at(-7199))])
+    with psycopg.connect(login_dsn(store, prefix, group), autocommit=True) as hostile:
+        hostile.execute("SELECT pg_advisory_lock(hashtext('slidewin.retention'))")
+        for statement in ("SELECT * FROM slidewin.job_lock_take('retention')",
+                          "SELECT * FROM slidewin.job_locks FOR UPDATE NOWAIT",
+                          "SELECT * FROM slidewin.job_locks FOR KEY SHARE",
+                          "UPDATE slidewin.job_locks SET holder_pid = pg_backend_pid()",
+                          "LOCK TABLE slidewin.job_locks IN SHARE MODE NOWAIT"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), hostile.transaction():
+                hostile.execute(statement)
+        with hostile.transaction():
+            hostile.execute("SELECT * FROM slidewin.job_locks")  # held open: ACCESS SHARE
+            with psycopg.connect(login_dsn(store, prefix, "jobs"), autocommit=True) as jobs:
+                result = run_round(jobs, RetentionPolicy(history=3600 * S, chunk=100), at(60))
+    assert not result.skipped and result.total >= 2
+    with psycopg.connect(store, autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM slidewin.events WHERE uuid = 'stale'"
+                             ).fetchone() == (0,)

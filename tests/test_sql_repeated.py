@@ -102,6 +102,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "role_grants": ("SELECT * FROM slidewin.role_grants(%s)", ("no_such_set",), False),
     "role_objects": ("SELECT slidewin.role_objects(ARRAY['events', 'rollups'])::text "
                      "ORDER BY 1", (), False),
+    "job_lock_take": ("SELECT * FROM slidewin.job_lock_take('retention')", (), False),
+    "job_lock_release": ("SELECT slidewin.job_lock_release('retention')", (), True),
     "role_progress": ("SELECT rel::text, role, privileges FROM slidewin.role_progress(%s, %s) "
                       "ORDER BY 1, 2", ("no_such_ingest", "no_such_jobs"), False),
     "retention_targets": ("SELECT * FROM slidewin.retention_targets(%s, %s)",

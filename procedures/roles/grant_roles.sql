@@ -12,7 +12,8 @@
 --            TEMP (the staging table)
 --   jobs   : member of reader; DELETE on the raw tables (the nibbles), what their triggers keep,
 --            the job store and run records, UPDATE of the progress columns of streams and
---            joins, and EXECUTE on slidewin.refresh_minute_history
+--            joins and of the holder of slidewin.job_locks, and EXECUTE on
+--            slidewin.refresh_minute_history
 -- No role but the owner may change a definition or a statement the registries hold
 -- (slidewin.streams' and slidewin.joins' *_sql, run verbatim by their triggers): those columns
 -- are granted to nobody, and slidewin.registry_guard refuses their change by anyone else.
@@ -114,6 +115,10 @@ BEGIN
             UNION ALL
             SELECT slidewin.role_objects(ARRAY['retention_state', 'counters']),
                    v_jobs, 'INSERT, UPDATE'
+            UNION ALL
+            -- the jobs' single-flight locks: holding one is updating its row
+            SELECT slidewin.role_objects(ARRAY['job_locks']), v_jobs,
+                   'UPDATE (holder_pid, held_since)'
             UNION ALL
             SELECT slidewin.role_objects(ARRAY['rollups', 'rollups_coarse', 'session_store',
                                                'session_tombstones', 'job_runs',
