@@ -1,8 +1,9 @@
 """Run-everywhere retention rounds (jobs.retention) against a real store, on a pinned clock.
 
 Promise 3 (retention holds, up to one round of lag), promise 4 through the rounds (bounded,
-every partition covered), single flight under the retention lock (slidewin.job_locks), and exact accounting: every
-row inserted is either still there or counted once in some round's ``deleted``.
+every partition covered), single flight under the retention lock (slidewin.job_locks), and
+exact accounting: every row inserted is either still there or counted once in some round's
+``deleted``.
 """
 
 from __future__ import annotations
