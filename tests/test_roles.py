@@ -587,3 +587,116 @@ def test_no_reader_or_ingest_can_stop_retention(store: str, prefix: str, group: 
     with psycopg.connect(store, autocommit=True) as admin:
         assert admin.execute("SELECT count(*) FROM slidewin.events WHERE uuid = 'stale'"
                              ).fetchone() == (0,)
+
+
+# -- `db roles` while the ingest and the jobs run -------------------------------------------------
+
+
+def drop_set(dsn: str, names: list[str]) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        me = conn.execute("SELECT current_user").fetchone()[0]
+        names = [n for n in names if conn.execute("SELECT to_regrole(%s)", (n,)).fetchone()[0]]
+        for name in names:
+            conn.execute(sql.SQL("REASSIGN OWNED BY {} TO {}").format(
+                sql.Identifier(name), sql.Identifier(me)))
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        for name in names:
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def unowned(make_store, prefix: str) -> Iterator[tuple[str, str]]:
+    """A store with a declared stream holding old rows and no role set yet (every object is
+    still its creator's), and a prefix of its own, dropped afterwards."""
+    dsn, second = make_store(2), f"{prefix}h"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        streams.define(conn, "meters", key="k", time="ts", measures=["v"], history=60 * S,
+                       columns=[Column("k", "text"), Column("v", "double")])
+        conn.execute("INSERT INTO slidewin_streams.meters (k, ts, v) SELECT 'k' || (i %% 3), "
+                     "%s + i * interval '1 s', i FROM generate_series(0, 99) i", (at(0),))
+    yield dsn, second
+    drop_set(dsn, [f"{second}_{g}" for g in ("reader", "ingest", "jobs", "owner")])
+
+
+def open_batch(dsn: str) -> psycopg.Connection:
+    """A transaction doing what an ingest batch of a declared stream does, left open: its temp
+    staging table, rows into the stream (its rollup trigger), a nibble of the stream."""
+    batch = psycopg.connect(dsn)
+    batch.execute("CREATE TEMP TABLE staging (LIKE slidewin_streams.meters) ON COMMIT DROP")
+    batch.execute("SELECT 1 FROM slidewin.streams WHERE name = 'meters' FOR SHARE")
+    batch.execute("INSERT INTO slidewin_streams.meters (k, ts, v) VALUES ('k9', %s, 1)",
+                  (at(200),))
+    assert streams.nibble(batch, "meters", at(200), 10) == 10
+    return batch
+
+
+def owner_of(dsn: str, rel: str) -> str:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute("SELECT relowner::regrole::text FROM pg_class WHERE oid = %s::regclass",
+                            (rel,)).fetchone()[0]
+
+
+def test_db_roles_hands_over_while_a_batch_holds_its_locks(unowned: tuple[str, str]) -> None:
+    """`db roles` the first time (every object changes owner) while a batch is open: it hands
+    over what the batch does not hold, one object at a time, waits its turn for the rest, and
+    the batch -- writing after into a table already handed over -- neither waits for it nor
+    deadlocks; both finish."""
+    import threading
+
+    dsn, second = unowned
+    batch = open_batch(dsn)
+    done: list[object] = []
+
+    def roles() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            try:
+                done.append(create_roles(conn, second))
+            except Exception as exc:  # the test reports it below
+                done.append(exc)
+
+    worker = threading.Thread(target=roles)
+    worker.start()
+    try:
+        for _ in range(400):  # dead letters handed over (and committed) while the batch is open
+            if owner_of(dsn, "slidewin.dead_letters") == f"{second}_owner" or done:
+                break
+            threading.Event().wait(0.025)
+        assert owner_of(dsn, "slidewin.dead_letters") == f"{second}_owner", done
+        assert owner_of(dsn, "slidewin_streams.meters") != f"{second}_owner"  # the batch's
+        batch.execute("SET lock_timeout = '5s'")
+        batch.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, stream) VALUES "
+                      "('x.jsonl', 'malformed', '{', 'meters')")
+        batch.execute("INSERT INTO slidewin_streams.meters (k, ts, v) VALUES ('k9', %s, 2)",
+                      (at(201),))
+        batch.commit()
+    finally:
+        batch.close()
+        worker.join(timeout=60)
+    assert len(done) == 1 and not isinstance(done[0], Exception), done
+    assert owner_of(dsn, "slidewin_streams.meters") == f"{second}_owner"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT has_table_privilege(%s, 'slidewin_streams.meters', "
+                            "'INSERT')", (f"{second}_ingest",)).fetchone() == (True,)
+        assert conn.execute("SELECT count(*) FROM slidewin.role_handover(%s)",
+                            (second,)).fetchone() == (0,)
+
+
+def test_db_roles_gives_up_on_a_lock_held_throughout_and_says_so(
+        unowned: tuple[str, str]) -> None:
+    dsn, second = unowned
+    batch = open_batch(dsn)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn, pytest.raises(RoleError) as caught:
+            create_roles(conn, second, attempts=3)
+        batch.commit()  # the batch lost nothing
+    finally:
+        batch.close()
+    text = str(caught.value)
+    assert f"could not make {second}_owner the owner of slidewin.streams" in text, text
+    assert "3 tries" in text and "run it again" in text
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM slidewin_streams.meters WHERE k = 'k9'"
+                            ).fetchone() == (1,)
+        create_roles(conn, second)  # nothing in the way now
+        assert conn.execute("SELECT count(*) FROM slidewin.role_handover(%s)",
+                            (second,)).fetchone() == (0,)

@@ -52,9 +52,13 @@ BEGIN
     END LOOP;
 
     -- ownership: schemas, then relations (sequences owned by a column move with their table),
-    -- then functions
+    -- then functions; only what the owner does not own yet (ALTER ... OWNER locks a table
+    -- against everything, the ingest's reads and writes too), relations in oid order, the
+    -- order slidewin.role_handover lists them in
     FOREACH v_schema IN ARRAY v_schemas LOOP
-        CONTINUE WHEN to_regnamespace(v_schema) IS NULL;
+        CONTINUE WHEN to_regnamespace(v_schema) IS NULL
+                   OR (SELECT nspowner FROM pg_namespace WHERE nspname = v_schema)
+                      = v_owner::regrole;
         EXECUTE format('ALTER SCHEMA %I OWNER TO %I', v_schema, v_owner);
     END LOOP;
     FOR r IN
@@ -62,6 +66,7 @@ BEGIN
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = ANY(v_schemas) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
            AND c.relowner <> v_owner::regrole
+         ORDER BY c.oid
     LOOP
         EXECUTE format('ALTER %s %s OWNER TO %I',
                        CASE r.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'v' THEN 'VIEW'
@@ -73,6 +78,7 @@ BEGIN
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = ANY(v_schemas) AND c.relkind = 'S'
            AND c.relowner <> v_owner::regrole
+         ORDER BY c.oid
     LOOP
         EXECUTE format('ALTER SEQUENCE %s OWNER TO %I', r.rel, v_owner);
     END LOOP;
@@ -80,6 +86,7 @@ BEGIN
         SELECT p.oid::regprocedure AS fn
           FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
          WHERE n.nspname = ANY(v_schemas) AND p.proowner <> v_owner::regrole
+         ORDER BY p.oid
     LOOP
         EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.fn, v_owner);
     END LOOP;
