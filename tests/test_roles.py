@@ -700,3 +700,25 @@ def test_db_roles_gives_up_on_a_lock_held_throughout_and_says_so(
         create_roles(conn, second)  # nothing in the way now
         assert conn.execute("SELECT count(*) FROM slidewin.role_handover(%s)",
                             (second,)).fetchone() == (0,)
+
+
+def test_db_init_replaces_statements_written_before_the_guard(store: str) -> None:
+    """A store upgraded from a version whose ingest could rewrite the stored statements: after
+    `slidewin db init` they are again what the definitions make."""
+    with psycopg.connect(store, autocommit=True) as conn:
+        made = conn.execute("SELECT insert_sql, recompute_sql FROM slidewin.streams "
+                            "WHERE name = 'sensors'").fetchone()
+        shown = conn.execute("SELECT show_sql, pair_left_sql FROM slidewin.joins "
+                             "WHERE name = 'sp'").fetchone()
+        conn.execute("UPDATE slidewin.streams SET insert_sql = 'SELECT 1', recompute_sql = NULL "
+                     "WHERE name = 'sensors'")  # as a hostile ingest once could
+        conn.execute("UPDATE slidewin.joins SET show_sql = 'SELECT 2', pair_left_sql = 'x' "
+                     "WHERE name = 'sp'")
+    result = CliRunner().invoke(cli, ["--dsn", store, "db", "init"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    with psycopg.connect(store, autocommit=True) as conn:
+        assert conn.execute("SELECT insert_sql, recompute_sql FROM slidewin.streams "
+                            "WHERE name = 'sensors'").fetchone() == made
+        assert conn.execute("SELECT show_sql, pair_left_sql FROM slidewin.joins "
+                            "WHERE name = 'sp'").fetchone() == shown
+    assert made[0].startswith("INSERT INTO slidewin_rollups.sensors")
