@@ -722,3 +722,49 @@ def test_db_init_replaces_statements_written_before_the_guard(store: str) -> Non
         assert conn.execute("SELECT show_sql, pair_left_sql FROM slidewin.joins "
                             "WHERE name = 'sp'").fetchone() == shown
     assert made[0].startswith("INSERT INTO slidewin_rollups.sensors")
+
+
+# -- the job store: the jobs role writes pickled job states, other processes load them ----------
+
+
+class _Mkdir:
+    """Pickles to a call of Path.mkdir: a job state that runs code wherever it is loaded."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[Path]]:
+        return (Path.mkdir, (self.path,))
+
+
+def test_a_job_state_written_by_the_jobs_role_runs_no_code_where_it_is_loaded(
+        store: str, prefix: str, tmp_path: Path) -> None:
+    """The jobs role may write slidewin.apscheduler_jobs (APScheduler stores each run there).
+    A state naming any other class, or any other function than slidewin's jobs, is refused by
+    every process that loads the jobs (the owner's `jobs list`, `jobs status`, db init)."""
+    import pickle
+
+    from slidewin.jobs.refs import migrate_job_refs
+    from slidewin.jobs.store import add_periodic, list_jobs
+
+    add_periodic(store, "stats", timedelta(hours=1), name="hostile-code")
+    add_periodic(store, "stats", timedelta(hours=1), name="hostile-func")
+    marker = tmp_path / "ran"
+    with psycopg.connect(store, autocommit=True) as admin:
+        blob = admin.execute("SELECT job_state FROM slidewin.apscheduler_jobs WHERE id = "
+                             "'hostile-code'").fetchone()[0]
+    state = pickle.loads(blob)  # the test's own job, just stored
+    code = pickle.dumps({**state, "kwargs": {"name": _Mkdir(marker)}})
+    func = pickle.dumps({**state, "id": "hostile-func", "func": "slidewin.client.cli:cli"})
+    with psycopg.connect(login_dsn(store, prefix, "jobs"), autocommit=True) as jobs:
+        for job_id, hostile in (("hostile-code", code), ("hostile-func", func)):
+            jobs.execute("UPDATE slidewin.apscheduler_jobs SET job_state = %s WHERE id = %s",
+                         (hostile, job_id))
+    with psycopg.connect(store, autocommit=True) as admin:
+        migrate_job_refs(admin)
+    names = [j.name for j in list_jobs(store)]
+    assert not marker.exists()
+    assert "hostile-code" not in names and "hostile-func" not in names
+    with psycopg.connect(store, autocommit=True) as admin:  # APScheduler removed them
+        assert admin.execute("SELECT count(*) FROM slidewin.apscheduler_jobs WHERE id LIKE "
+                             "'hostile-%'").fetchone() == (0,)
