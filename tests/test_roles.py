@@ -180,7 +180,8 @@ def test_the_reader_may_execute_no_function_that_changes_data(store: str, prefix
     assert len(rows) > 100
     assert not [r[0] for r in rows if r[4]], "PUBLIC may execute these"
     assert not [r[0] for r in rows if r[3] and (r[1] == "v" or r[2])], "the reader may run these"
-    assert [r[0] for r in rows if r[2]] == ["slidewin.refresh_minute_history()"]
+    assert sorted(r[0] for r in rows if r[2]) == ["slidewin.refresh_minute_history()",
+                                                  "slidewin.session_def_forget(integer)"]
 
 
 def test_every_function_called_as_the_reader_changes_nothing(
@@ -768,3 +769,15 @@ def test_a_job_state_written_by_the_jobs_role_runs_no_code_where_it_is_loaded(
     with psycopg.connect(store, autocommit=True) as admin:  # APScheduler removed them
         assert admin.execute("SELECT count(*) FROM slidewin.apscheduler_jobs WHERE id LIKE "
                              "'hostile-%'").fetchone() == (0,)
+
+
+def test_the_jobs_expire_a_removed_session_definition(store: str, prefix: str) -> None:
+    """A removed session window: the jobs delete its sessions, then its row (sessions_expire)."""
+    with psycopg.connect(store, autocommit=True) as admin:
+        sessions.define(admin, sessions.SessionDef("gone", 10 * S, 5 * S, timedelta(minutes=10)))
+        admin.execute("SELECT slidewin.session_remove('gone', now())")
+    with psycopg.connect(login_dsn(store, prefix, "jobs"), autocommit=True) as jobs:
+        expire_sessions(jobs, 100)
+    with psycopg.connect(store, autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM slidewin.session_defs WHERE name = 'gone'"
+                             ).fetchone() == (0,)

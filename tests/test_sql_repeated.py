@@ -98,6 +98,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     # regrant has nothing to do (tests/test_roles.py makes a set and checks what it grants)
     "create_roles": ("SELECT * FROM slidewin.create_roles(%s)", ("Not-A-Prefix",), None),
     "create_role_set": ("SELECT * FROM slidewin.create_role_set(%s)", ("Not-A-Prefix",), None),
+    "session_def_forget": ("SELECT slidewin.session_def_forget(%s)", (-1,), False),
     "registry_regenerate": ("SELECT slidewin.registry_regenerate()", (), False),
     "role_handover": ("SELECT * FROM slidewin.role_handover(%s)", ("no_such_set",), False),
     "grant_roles": ("SELECT slidewin.grant_roles(%s)", ("no_such_set",), None),

@@ -20,8 +20,9 @@
 -- EXECUTE on every function is revoked from PUBLIC (PostgreSQL grants it by default), so a
 -- role outside the set calls none; ingest and jobs may call every SECURITY INVOKER function:
 -- such a function runs with the caller's privileges, so the table grants above bound what it
--- can do. The one SECURITY DEFINER function, refresh_minute_history (a materialized view is
--- refreshed only by its owner), is granted to jobs alone.
+-- can do. The SECURITY DEFINER functions, refresh_minute_history (a materialized view is
+-- refreshed only by its owner) and session_def_forget (a removed, emptied session definition's
+-- row), are granted to jobs alone.
 CREATE OR REPLACE FUNCTION slidewin.grant_roles(p_prefix text)
 RETURNS void
 LANGUAGE plpgsql
@@ -159,7 +160,7 @@ BEGIN
     LOOP
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', r.fn);
         IF r.prosecdef THEN
-            IF r.proname = 'refresh_minute_history' THEN
+            IF r.proname IN ('refresh_minute_history', 'session_def_forget') THEN
                 EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %I', r.fn, v_jobs);
             END IF;
         ELSIF r.provolatile <> 'v' THEN
