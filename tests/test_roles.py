@@ -286,6 +286,10 @@ def test_db_roles_twice_and_db_init_after(store: str, prefix: str) -> None:
     assert outputs[0]["roles"] == outputs[1]["roles"]
     reader = next(r for r in outputs[1]["roles"] if r["role"] == f"{prefix}_reader")
     assert {"on": "table", "name": "slidewin.events", "privileges": ["SELECT"]} in reader["grants"]
+    ingest = next(r for r in outputs[1]["roles"] if r["role"] == f"{prefix}_ingest")
+    assert {"on": "column", "name": "slidewin.joins.pairs",
+            "privileges": ["UPDATE"]} in ingest["grants"]
+    assert not [g for g in ingest["grants"] if g["name"].endswith("_sql")]
     result = runner.invoke(cli, ["--dsn", store, "db", "init"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     with psycopg.connect(store, autocommit=True) as conn:
