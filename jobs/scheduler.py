@@ -52,6 +52,7 @@ from slidewin.jobs.vacuum import BackgroundVacuum
 
 MAX_ROUNDS = 500  # rounds per run, so one run stays bounded and gets recorded
 VACUUM_EVERY_S = 1.0  # check for partitions due a vacuum this often during long catch-ups
+SKIPS_BEFORE_WARNING = 3  # retention runs skipped in a row, by one holder, before a warning
 POLL_S = 1.0  # wake the scheduler this often to see jobs other processes added
 
 
@@ -71,7 +72,8 @@ class Runtime:
     conns: ThreadConnections = field(init=False)  # each job thread's own connection
     reconnector: Reconnector = field(init=False)  # one wait for every thread, lines once
     fatal: DatabaseUnavailable | None = None  # the database did not come back in time
-    skipping: dict[str, int | None] = field(default_factory=dict)  # job -> lock holder's pid
+    skipping: dict[str, tuple[int | None, int]] = field(default_factory=dict)  # job -> holder
+    # pid, runs skipped in a row
 
     def vacuum(self) -> BackgroundVacuum:
         """The one background vacuumer of this scheduler (started on first use)."""
@@ -235,17 +237,21 @@ def skipped_detail(result: CatchUpResult) -> dict[str, Any]:
 
 
 def _report_skips(rt: Runtime, name: str, result: CatchUpResult) -> None:
-    """One warning line when the job's rounds start being skipped (or another pid holds the
-    lock), one when they run again: every run is recorded, the terminal gets the changes."""
+    """A warning line once the job's rounds were skipped SKIPS_BEFORE_WARNING runs in a row
+    for the same holder (two schedulers meeting now and then say nothing), and a line when they
+    run again after it: every run is recorded, the terminal gets the lasting changes."""
     if result.skipped:
-        if name not in rt.skipping or rt.skipping[name] != result.held_by:
-            rt.report(f"warning: retention {name}: round skipped, "
+        holder, runs = rt.skipping.get(name, (result.held_by, 0))
+        runs = runs + 1 if holder == result.held_by else 1
+        rt.skipping[name] = (result.held_by, runs)
+        if runs == SKIPS_BEFORE_WARNING:
+            rt.report(f"warning: retention {name}: {runs} runs in a row skipped, "
                       f"{skipped_detail(result)['skipped_because']}; no rows are deleted "
                       "while it holds it (see: slidewin jobs status)")
-        rt.skipping[name] = result.held_by
     elif name in rt.skipping:
-        del rt.skipping[name]
-        rt.report(f"retention {name}: the retention lock is free again; rounds run")
+        _holder, runs = rt.skipping.pop(name)
+        if runs >= SKIPS_BEFORE_WARNING:
+            rt.report(f"retention {name}: the retention lock is free again; rounds run")
 
 
 def _retention_run(

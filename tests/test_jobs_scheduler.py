@@ -271,7 +271,8 @@ def test_the_retention_job_nibbles_each_declared_stream_by_its_own_history(dsn):
 
 def test_a_skipped_retention_round_says_who_holds_the_lock(dsn):
     """A second jobs process holds the retention lock: the run deletes nothing, prints one
-    warning naming the holder's pid (not one per run), records it, and `jobs status` shows it."""
+    warning naming the holder's pid once three runs in a row were skipped (not one per run),
+    records each run as skipped with the pid, and `jobs status` shows it."""
     store.add_retention(dsn, RetentionPolicy(history=HOUR / 2, yield_=timedelta(milliseconds=100)))
     put(dsn, pinned(-HOUR, 50, "old"))
     with psycopg.connect(dsn, autocommit=True) as other:
@@ -279,10 +280,10 @@ def test_a_skipped_retention_round_says_who_holds_the_lock(dsn):
                              ).fetchone() == (True,)
         lines = run_for(dsn, 1.5)
         pid = other.info.backend_pid
-    warned = [line for line in lines if "round skipped" in line]
-    assert warned == [f"warning: retention default: round skipped, pid {pid} holds the "
-                      "retention lock (slidewin.job_locks); no rows are deleted while it holds "
-                      "it (see: slidewin jobs status)"], lines
+    warned = [line for line in lines if "skipped" in line]
+    assert warned == [f"warning: retention default: 3 runs in a row skipped, pid {pid} holds "
+                      "the retention lock (slidewin.job_locks); no rows are deleted while it "
+                      "holds it (see: slidewin jobs status)"], lines
     assert count(dsn) == 50
     with psycopg.connect(dsn, autocommit=True) as conn:
         runs = conn.execute("SELECT count(*), bool_and(skipped), "
