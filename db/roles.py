@@ -5,6 +5,15 @@ roles as ``slidewin db roles``; this module checks first that the connecting use
 roles (to say the fix instead of PostgreSQL's bare "permission denied"), lists the grants, adds
 login roles and finds whether a process can drop to a role (``slidewin serve``).
 
+While the ingest and the jobs run: ``create_roles`` makes the roles (no table lock), then hands
+each object the owner role does not own yet over in a transaction of its own
+(``slidewin.role_handover``), then grants (``slidewin.grant_roles``, which then changes no
+owner, so it takes no lock stronger than a grant's). Every step waits at most LOCK_TIMEOUT_MS
+for a lock and is tried again, up to ``attempts`` times, when it waited longer or was chosen
+as a deadlock's victim: ``ALTER TABLE ... OWNER`` never holds one table's lock while it waits
+for another's, so it cannot deadlock with a batch, and a step that never gets its lock gives
+up with a message that says so.
+
 A login's password is hashed here, by libpq (SCRAM-SHA-256, as psql's ``\\password`` does): the
 server, its logs and ``pg_stat_activity`` only ever see the hash.
 """
@@ -12,10 +21,12 @@ server, its logs and ``pg_stat_activity`` only ever see the hash.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -27,6 +38,14 @@ from slidewin.db.schema import require_schema
 DEFAULT_PREFIX = "slidewin"
 GROUPS: tuple[str, ...] = ("owner", "ingest", "jobs", "reader")
 NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")  # plain role names: no quoting anywhere
+LOCK_TIMEOUT_MS = 100  # each step's longest wait for a lock (below deadlock_timeout's 1 s)
+ATTEMPTS = 50  # tries of each step before giving up
+PAUSE_S = 0.05  # pause after the n-th failed try: n * PAUSE_S, at most MAX_PAUSE_S
+MAX_PAUSE_S = 1.0
+BUSY = (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected,
+        psycopg.errors.SerializationFailure)
+
+T = TypeVar("T")
 
 
 class RoleError(SlidewinError):
@@ -85,15 +104,49 @@ def check_can_create_roles(conn: psycopg.Connection) -> None:
             f"`slidewin db roles` as a superuser, or first ALTER ROLE {user} CREATEROLE")
 
 
-def create_roles(conn: psycopg.Connection, prefix: str = DEFAULT_PREFIX) -> RolesReport:
-    """Create (where missing) and grant the role set ``prefix``; idempotent."""
+def create_roles(conn: psycopg.Connection, prefix: str = DEFAULT_PREFIX, *,
+                 attempts: int = ATTEMPTS) -> RolesReport:
+    """Create (where missing) and grant the role set ``prefix``; idempotent. Safe while the
+    ingest and the jobs run (module docstring); RoleError after ``attempts`` tries of a step."""
     require_schema(conn, "role_sets")
     check_can_create_roles(conn)
-    with conn.transaction(), _privilege_errors(), procedure_errors():
-        rows = conn.execute("SELECT role, created FROM slidewin.create_roles(%s)",
-                            (prefix,)).fetchall()
+    rows = _short_locks(conn, "create the roles", attempts, lambda: conn.execute(
+        "SELECT role, created FROM slidewin.create_role_set(%s)", (prefix,)).fetchall())
     made: dict[str, bool] = {str(role): bool(created) for role, created in rows}
+    hand_over(conn, prefix, attempts)
+    _short_locks(conn, "grant the roles", attempts,
+                 lambda: conn.execute("SELECT slidewin.grant_roles(%s)", (prefix,)))
     return RolesReport(prefix, role_grants(conn, prefix, made))
+
+
+def hand_over(conn: psycopg.Connection, prefix: str = DEFAULT_PREFIX,
+              attempts: int = ATTEMPTS) -> list[str]:
+    """Make ``<prefix>_owner`` the owner of every object of the slidewin schemas, one object
+    per transaction (``slidewin.role_handover``'s order); the objects handed over."""
+    done: list[str] = []
+    for obj, statement in conn.execute("SELECT object, statement FROM slidewin.role_handover(%s)",
+                                       (prefix,)).fetchall():
+        _short_locks(conn, f"make {prefix}_owner the owner of {obj}", attempts,
+                     functools.partial(conn.execute, statement))
+        done.append(str(obj))
+    return done
+
+
+def _short_locks(conn: psycopg.Connection, what: str, attempts: int, work: Callable[[], T]) -> T:
+    """``work()`` in a transaction whose lock waits last at most LOCK_TIMEOUT_MS; tried again
+    after a pause when a wait timed out or the transaction was a deadlock's victim."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with conn.transaction(), _privilege_errors(), procedure_errors():
+                conn.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
+                return work()
+        except BUSY:
+            if attempt < attempts:
+                time.sleep(min(attempt * PAUSE_S, MAX_PAUSE_S))
+    raise RoleError(
+        f"slidewin db roles could not {what}: another session held a lock it needs through "
+        f"{attempts} tries of {LOCK_TIMEOUT_MS} ms (an ingest batch, a retention round or an "
+        "open psql transaction); run it again, or pause the ingest and the jobs for a moment")
 
 
 def role_grants(conn: psycopg.Connection, prefix: str = DEFAULT_PREFIX,

@@ -45,6 +45,9 @@ def init_schema(conn: psycopg.Connection, partitions: int | None = None) -> Sche
         # one row, but never analyzed it looks like thousands to the planner, and every
         # "run everywhere" query joins it through slidewin.partition_keys()
         conn.execute("ANALYZE slidewin.config")
+        # the statements the registries hold, made again from their definitions: whatever a
+        # role that could once write them stored there is replaced
+        conn.execute("SELECT slidewin.registry_regenerate()")
         # objects this init created belong to whoever ran it: hand them to each role set
         # (`slidewin db roles`) and grant them, or readers and writers would lack them
         conn.execute("SELECT slidewin.regrant_roles()")

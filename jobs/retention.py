@@ -8,10 +8,13 @@ its target. A round that deleted a full chunk somewhere *filled* it: more work m
 ``run_until_caught_up`` starts the next round at once; otherwise it returns and the scheduler
 waits ``yield`` before the next run (VoltDB's deleteyieldtime).
 
-Single flight: every round holds the session advisory lock ``slidewin.retention`` (one per
-database), so two schedulers -- or two threads -- never run rounds at once. Without the lock two
-rounds could both read a partition's excess, then each delete a chunk of it: an overshoot. With
-it, each round sees the previous round's committed deletes.
+Single flight: every round holds the job lock ``retention`` (a row of ``slidewin.job_locks``
+whose holder is the round's backend, ``slidewin.job_lock_take``; one per database), so two
+schedulers -- or two threads -- never run rounds at once. Without the lock two rounds could both
+read a partition's excess, then each delete a chunk of it: an overshoot. With it, each round
+sees the previous round's committed deletes. Only a role that may update that row (the jobs
+role, the owner) can hold it: a reader cannot stop retention, as it could by holding an
+advisory lock. A round that finds the lock held says by whom (``RoundResult.held_by``, a pid).
 
 Each nibble commits on its own (autocommit connection), so row locks are held for one chunk only
 and the rollups (kept exact by the delete trigger) move in step.
@@ -43,7 +46,8 @@ from slidewin.db.retention import nibble, partition_keys, row_targets
 from slidewin.jobs.config import RetentionPolicy
 from slidewin.jobs.errors import ConnectionModeError
 
-LOCK_NAME = "slidewin.retention"
+LOCK_NAME = "retention"  # the row of slidewin.job_locks
+WAIT_POLL_S = 0.02  # wait=True: how often to try the lock again
 SESSION_SETTINGS = (("random_page_cost", "1.1"), ("jit", "off"))
 
 _prepared: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
@@ -60,6 +64,7 @@ class RoundResult:
     ``filled``: some partition's nibble deleted a full chunk, so more work may be waiting.
     ``skipped``: another round held the lock; this one did nothing.
     ``nibble_ms``: wall time of each partition's nibble call, in milliseconds.
+    ``held_by``: when skipped, the pid of the backend holding the lock (None if unknown).
     """
 
     now: datetime
@@ -68,6 +73,7 @@ class RoundResult:
     filled: bool
     skipped: bool = False
     nibble_ms: dict[int, float] = field(default_factory=dict)
+    held_by: int | None = None
 
     @property
     def total(self) -> int:
@@ -83,6 +89,11 @@ class CatchUpResult:
     caught_up: bool
     skipped: bool
     last: RoundResult | None
+
+    @property
+    def held_by(self) -> int | None:
+        """When skipped, the pid of the backend that held the retention lock (or None)."""
+        return self.last.held_by if self.last is not None and self.skipped else None
 
     @property
     def total(self) -> int:
@@ -134,8 +145,10 @@ def run_round(
     _check_conn(conn)
     _check_now(now)
     prepare_session(conn)
-    if not _acquire(conn, wait):
-        return RoundResult(now=now, deleted={}, targets=None, filled=False, skipped=True)
+    taken, holder = _acquire(conn, wait)
+    if not taken:
+        return RoundResult(now=now, deleted={}, targets=None, filled=False, skipped=True,
+                           held_by=holder)
     try:
         return _nibble_all(conn, policy, now, pool)
     finally:
@@ -258,18 +271,23 @@ def _nibble_all(
     return RoundResult(now, deleted, targets, filled, False, timings)
 
 
-def _acquire(conn: psycopg.Connection, wait: bool) -> bool:
-    if wait:
-        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (LOCK_NAME,))
-        return True
-    row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (LOCK_NAME,)).fetchone()
-    return bool(row and row[0])
+def _acquire(conn: psycopg.Connection, wait: bool) -> tuple[bool, int | None]:
+    """(True, None) once this session holds the retention lock; (False, holder pid) when another
+    does and ``wait`` is False. ``wait``: try again every WAIT_POLL_S until it is free."""
+    while True:
+        row = conn.execute("SELECT taken, holder FROM slidewin.job_lock_take(%s)",
+                           (LOCK_NAME,)).fetchone()
+        if row is not None and row[0]:
+            return True, None
+        if not wait:
+            return False, row[1] if row is not None else None
+        time.sleep(WAIT_POLL_S)
 
 
 def _release(conn: psycopg.Connection) -> None:
     if conn.closed or conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
-        return  # a broken session drops its advisory locks when it ends
-    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (LOCK_NAME,))
+        return  # a session that ends holds no lock (slidewin.job_lock_take)
+    conn.execute("SELECT slidewin.job_lock_release(%s)", (LOCK_NAME,))
 
 
 def _check_conn(conn: psycopg.Connection) -> None:

@@ -52,6 +52,7 @@ from slidewin.jobs.vacuum import BackgroundVacuum
 
 MAX_ROUNDS = 500  # rounds per run, so one run stays bounded and gets recorded
 VACUUM_EVERY_S = 1.0  # check for partitions due a vacuum this often during long catch-ups
+SKIPS_BEFORE_WARNING = 3  # retention runs skipped in a row, by one holder, before a warning
 POLL_S = 1.0  # wake the scheduler this often to see jobs other processes added
 
 
@@ -71,6 +72,8 @@ class Runtime:
     conns: ThreadConnections = field(init=False)  # each job thread's own connection
     reconnector: Reconnector = field(init=False)  # one wait for every thread, lines once
     fatal: DatabaseUnavailable | None = None  # the database did not come back in time
+    skipping: dict[str, tuple[int | None, int]] = field(default_factory=dict)  # job -> holder
+    # pid, runs skipped in a row
 
     def vacuum(self) -> BackgroundVacuum:
         """The one background vacuumer of this scheduler (started on first use)."""
@@ -211,7 +214,10 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
         run = replace(run, detail={**run.detail, "streams_deleted": by_stream})
     if by_join:
         run = replace(run, detail={**run.detail, "joins_deleted": by_join})
+    if result.skipped:
+        run = replace(run, detail={**run.detail, **skipped_detail(result)})
     record_run(conn, run)
+    _report_skips(rt, name, result)
     if result.total or vacuumed or expired or by_stream or by_join:
         took = timedelta(seconds=time.monotonic() - began)
         line = _round_line(name, result, took, vacuumed)
@@ -221,6 +227,31 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
         line += "".join(f"; join {j}: {n} results past both inputs' history deleted"
                         for j, n in sorted(by_join.items()))
         rt.report(line)
+
+
+def skipped_detail(result: CatchUpResult) -> dict[str, Any]:
+    """What a run whose round was skipped records: why, and the lock holder's pid."""
+    holder = f"pid {result.held_by}" if result.held_by is not None else "another process"
+    return {"skipped_because": f"{holder} holds the retention lock (slidewin.job_locks)",
+            "held_by_pid": result.held_by}
+
+
+def _report_skips(rt: Runtime, name: str, result: CatchUpResult) -> None:
+    """A warning line once the job's rounds were skipped SKIPS_BEFORE_WARNING runs in a row
+    for the same holder (two schedulers meeting now and then say nothing), and a line when they
+    run again after it: every run is recorded, the terminal gets the lasting changes."""
+    if result.skipped:
+        holder, runs = rt.skipping.get(name, (result.held_by, 0))
+        runs = runs + 1 if holder == result.held_by else 1
+        rt.skipping[name] = (result.held_by, runs)
+        if runs == SKIPS_BEFORE_WARNING:
+            rt.report(f"warning: retention {name}: {runs} runs in a row skipped, "
+                      f"{skipped_detail(result)['skipped_because']}; no rows are deleted "
+                      "while it holds it (see: slidewin jobs status)")
+    elif name in rt.skipping:
+        _holder, runs = rt.skipping.pop(name)
+        if runs >= SKIPS_BEFORE_WARNING:
+            rt.report(f"retention {name}: the retention lock is free again; rounds run")
 
 
 def _retention_run(

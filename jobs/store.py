@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 import sqlalchemy
+from apscheduler.job import Job
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -30,7 +31,7 @@ from slidewin.db.schema import require_schema
 from slidewin.jobs.apscheduler_internals import GuardedPasses, Pass
 from slidewin.jobs.config import RetentionPolicy
 from slidewin.jobs.errors import JobError, JobNotFound
-from slidewin.jobs.refs import migrate_job_refs
+from slidewin.jobs.refs import JOB_FUNCS, load_state, migrate_job_refs
 
 TABLE = "apscheduler_jobs"
 SCHEMA = "slidewin"
@@ -87,6 +88,21 @@ class JobStore(SQLAlchemyJobStore):
     def __init__(self, *args: Any, on_error: StoreError | None = None, **kwargs: Any) -> None:
         self.on_error = on_error
         super().__init__(*args, **kwargs)
+
+    job_funcs: frozenset[str] = JOB_FUNCS  # the functions a stored job may name
+
+    def _reconstitute_job(self, job_state: bytes) -> Job:
+        """APScheduler's, with the state read by ``refs.load_state`` (no class a slidewin job
+        does not hold, no function but ``job_funcs``: the jobs role may write this table). A
+        state it refuses is treated by APScheduler as any job it cannot restore: logged and
+        removed."""
+        state = load_state(job_state, self.job_funcs)
+        state["jobstore"] = self
+        job = Job.__new__(Job)
+        job.__setstate__(state)
+        job._scheduler = self._scheduler
+        job._jobstore_alias = self._alias
+        return job
 
     def get_due_jobs(self, now: datetime) -> list[Any]:
         try:

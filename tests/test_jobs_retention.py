@@ -1,8 +1,9 @@
 """Run-everywhere retention rounds (jobs.retention) against a real store, on a pinned clock.
 
 Promise 3 (retention holds, up to one round of lag), promise 4 through the rounds (bounded,
-every partition covered), single flight under the advisory lock, and exact accounting: every
-row inserted is either still there or counted once in some round's ``deleted``.
+every partition covered), single flight under the retention lock (slidewin.job_locks), and
+exact accounting: every row inserted is either still there or counted once in some round's
+``deleted``.
 """
 
 from __future__ import annotations
@@ -216,14 +217,47 @@ def test_concurrent_callers_never_double_delete_or_overshoot(
     assert total_rows(jconn) == 300
 
 
-def test_round_is_skipped_while_another_holds_the_lock(jconn, jobs_store_dsn):
+def take_lock(conn: psycopg.Connection) -> bool:
+    row = conn.execute("SELECT taken FROM slidewin.job_lock_take(%s)", (LOCK_NAME,)).fetchone()
+    return bool(row and row[0])
+
+
+def test_round_is_skipped_while_another_holds_the_lock_and_names_it(jconn, jobs_store_dsn):
+    """A second jobs process holding the retention lock: the round deletes nothing and says
+    which backend holds it; once released, the next round runs."""
     load(jconn, events(0, 10, 10), PARTS)
     with psycopg.connect(jobs_store_dsn, autocommit=True) as other:
-        other.execute("SELECT pg_advisory_lock(hashtext(%s))", (LOCK_NAME,))
+        assert take_lock(other)
         result = run_round(jconn, RetentionPolicy(history=S), at(20))
         assert result.skipped and result.total == 0 and total_rows(jconn) == 100
-        other.execute("SELECT pg_advisory_unlock(hashtext(%s))", (LOCK_NAME,))
+        assert result.held_by == other.info.backend_pid
+        caught = run_until_caught_up(jconn, RetentionPolicy(history=S), at(20))
+        assert caught.skipped and caught.held_by == other.info.backend_pid
+        other.execute("SELECT slidewin.job_lock_release(%s)", (LOCK_NAME,))
     assert run_round(jconn, RetentionPolicy(history=S), at(20)).total == 100
+
+
+def test_a_holder_that_disconnected_holds_nothing(jconn, jobs_store_dsn):
+    load(jconn, events(0, 10, 10), PARTS)
+    with psycopg.connect(jobs_store_dsn, autocommit=True) as gone:
+        assert take_lock(gone)  # and never released: the process died
+    for _ in range(100):  # the backend of a closed connection ends a moment after
+        if jconn.execute("SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = "
+                         "(SELECT holder_pid FROM slidewin.job_locks WHERE name = %s))",
+                         (LOCK_NAME,)).fetchone()[0]:
+            break
+        threading.Event().wait(0.05)
+    result = run_round(jconn, RetentionPolicy(history=S), at(20))
+    assert not result.skipped and result.total == 100
+
+
+def test_an_advisory_lock_no_longer_stops_retention(jconn, jobs_store_dsn):
+    """The advisory lock retention used to hold, taken by anyone: rounds run regardless."""
+    load(jconn, events(0, 10, 10), PARTS)
+    with psycopg.connect(jobs_store_dsn, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(hashtext('slidewin.retention'))")
+        result = run_round(jconn, RetentionPolicy(history=S), at(20))
+    assert not result.skipped and result.total == 100
 
 
 def test_partition_added_during_a_run_is_covered(make_store):

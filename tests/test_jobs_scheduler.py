@@ -19,7 +19,9 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
+from slidewin.client.cli import cli
 from slidewin.db.events import Event, copy_events
 from slidewin.jobs import store
 from slidewin.jobs.config import RetentionPolicy
@@ -265,3 +267,30 @@ def test_the_retention_job_nibbles_each_declared_stream_by_its_own_history(dsn):
     detail = count(dsn, "SELECT max((detail->'streams_deleted'->>'short')::int) "
                         "FROM slidewin.job_runs")
     assert detail == 6
+
+
+def test_a_skipped_retention_round_says_who_holds_the_lock(dsn):
+    """A second jobs process holds the retention lock: the run deletes nothing, prints one
+    warning naming the holder's pid once three runs in a row were skipped (not one per run),
+    records each run as skipped with the pid, and `jobs status` shows it."""
+    store.add_retention(dsn, RetentionPolicy(history=HOUR / 2, yield_=timedelta(milliseconds=100)))
+    put(dsn, pinned(-HOUR, 50, "old"))
+    with psycopg.connect(dsn, autocommit=True) as other:
+        assert other.execute("SELECT taken FROM slidewin.job_lock_take('retention')"
+                             ).fetchone() == (True,)
+        lines = run_for(dsn, 1.5)
+        pid = other.info.backend_pid
+    warned = [line for line in lines if "skipped" in line]
+    assert warned == [f"warning: retention default: 3 runs in a row skipped, pid {pid} holds "
+                      "the retention lock (slidewin.job_locks); no rows are deleted while it "
+                      "holds it (see: slidewin jobs status)"], lines
+    assert count(dsn) == 50
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        runs = conn.execute("SELECT count(*), bool_and(skipped), "
+                            "min((detail->>'held_by_pid')::int) FROM slidewin.job_runs "
+                            "WHERE job = 'default'").fetchone()
+    assert runs[0] >= 2 and runs[1] and runs[2] == pid
+    shown = CliRunner().invoke(cli, ["--dsn", dsn, "jobs", "status"])
+    assert f"skipped (pid {pid} holds the retention lock" in shown.output, shown.output
+    run_for(dsn, 1.0)  # released (the other session ended): rounds run again
+    assert count(dsn) == 0

@@ -20,6 +20,7 @@ cannot gain an example nobody runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -30,6 +31,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -109,6 +111,15 @@ class Session:
     env: dict[str, str]
     background: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
+    started: list[subprocess.Popen] = field(default_factory=list)
+
+    def start(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
+        """``argv`` in a process group of its own, remembered: the fixture kills the whole
+        group at the end, so a Spark JVM (a child of ``slidewin ingest``) never outlives the
+        test, even when the command was killed or never answered its Ctrl-C."""
+        proc = subprocess.Popen(argv, env=self.env, text=True, start_new_session=True, **kwargs)
+        self.started.append(proc)
+        return proc
 
     def argv(self, command: str) -> list[str]:
         argv = shlex.split(command)
@@ -122,8 +133,7 @@ class Session:
         argv = self.argv(command.rstrip("&").strip())
         self.ran.append(command)
         if background:
-            proc = subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, text=True)
+            proc = self.start(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             self.background.append((command, proc))
             time.sleep(1.0)
             assert proc.poll() is None, (command, proc.communicate()[1][-2000:])
@@ -131,12 +141,12 @@ class Session:
         if runs_until_stopped(argv):
             self._run_then_stop(command, argv)
             return
-        done = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        proc = self.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{command}\n{out[-2000:]}\n{err[-2000:]}"
 
     def _run_then_stop(self, command: str, argv: list[str]) -> None:
-        proc = subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+        proc = self.start(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(UNTIL_STOPPED_S)
         assert proc.poll() is None, (command, proc.communicate()[1][-2000:])
         proc.send_signal(signal.SIGINT)
@@ -178,9 +188,10 @@ def shell(tmp_path: Path) -> Iterator[Session]:
     try:
         yield session
     finally:
-        for _command, proc in session.background:
-            if proc.poll() is None:
-                proc.kill()
+        for proc in session.started:  # each command's whole group: its Spark JVM too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
         subprocess.run([SLIDEWIN, "db", "stop"], env=env, capture_output=True, timeout=120)
 
 

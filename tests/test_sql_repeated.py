@@ -98,11 +98,19 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     # roles: a bad prefix and a set that does not exist are refused; with no set made here,
     # regrant has nothing to do (tests/test_roles.py makes a set and checks what it grants)
     "create_roles": ("SELECT * FROM slidewin.create_roles(%s)", ("Not-A-Prefix",), None),
+    "create_role_set": ("SELECT * FROM slidewin.create_role_set(%s)", ("Not-A-Prefix",), None),
+    "session_def_forget": ("SELECT slidewin.session_def_forget(%s)", (-1,), False),
+    "registry_regenerate": ("SELECT slidewin.registry_regenerate()", (), False),
+    "role_handover": ("SELECT * FROM slidewin.role_handover(%s)", ("no_such_set",), False),
     "grant_roles": ("SELECT slidewin.grant_roles(%s)", ("no_such_set",), None),
     "regrant_roles": ("SELECT slidewin.regrant_roles()", (), False),
     "role_grants": ("SELECT * FROM slidewin.role_grants(%s)", ("no_such_set",), False),
     "role_objects": ("SELECT slidewin.role_objects(ARRAY['events', 'rollups'])::text "
                      "ORDER BY 1", (), False),
+    "job_lock_take": ("SELECT * FROM slidewin.job_lock_take('retention')", (), False),
+    "job_lock_release": ("SELECT slidewin.job_lock_release('retention')", (), True),
+    "role_progress": ("SELECT rel::text, role, privileges FROM slidewin.role_progress(%s, %s) "
+                      "ORDER BY 1, 2", ("no_such_ingest", "no_such_jobs"), False),
     "retention_targets": ("SELECT * FROM slidewin.retention_targets(%s, %s)",
                           (1000, "global"), False),
     "retired_through": ("SELECT slidewin.retired_through()", (), False),
@@ -238,7 +246,7 @@ TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "roll
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",
             "stream_rollups_on_truncate", "joins_on_insert", "join_check_history",
             "count_dead_letters", "count_ingest_batches", "joins_refuse_change",
-            "stream_check_retention", "retention_settings_check"}
+            "stream_check_retention", "retention_settings_check", "registry_guard"}
 
 
 @pytest.fixture

@@ -325,7 +325,8 @@ def _last(run: dict[str, Any] | None) -> str:
     text = f"{_ts(run['finished_at'])}, {took:.0f} ms, {run['rounds']} round(s), " \
            f"{run['deleted']} deleted"
     if run.get("skipped"):
-        text += ", skipped (another scheduler held the lock)"
+        why = (run.get("detail") or {}).get("skipped_because", "another scheduler held the lock")
+        text += f", skipped ({why})"
     if run.get("error"):
         text += f", error: {run['error']}"
     return text

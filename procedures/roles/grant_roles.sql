@@ -7,15 +7,22 @@
 --            functions that cannot change data (STABLE or IMMUTABLE, SECURITY INVOKER)
 --   ingest : member of reader; INSERT and UPDATE on what a batch writes (events and their
 --            partitions, dead letters, batch markers, stream state, counters, declared streams),
---            DELETE too on what triggers keep (rollups, sessions, join results), UPDATE on the
---            progress columns' tables (streams, joins, session_defs), TEMP (the staging table)
+--            DELETE too on what triggers keep (rollups, sessions, join results), UPDATE of the
+--            progress columns of streams, joins and session_defs (slidewin.role_progress),
+--            TEMP (the staging table)
 --   jobs   : member of reader; DELETE on the raw tables (the nibbles), what their triggers keep,
---            the job store and run records, and EXECUTE on slidewin.refresh_minute_history
+--            the job store and run records, UPDATE of the progress columns of streams and
+--            joins and of the holder of slidewin.job_locks, and EXECUTE on
+--            slidewin.refresh_minute_history
+-- No role but the owner may change a definition or a statement the registries hold
+-- (slidewin.streams' and slidewin.joins' *_sql, run verbatim by their triggers): those columns
+-- are granted to nobody, and slidewin.registry_guard refuses their change by anyone else.
 -- EXECUTE on every function is revoked from PUBLIC (PostgreSQL grants it by default), so a
 -- role outside the set calls none; ingest and jobs may call every SECURITY INVOKER function:
 -- such a function runs with the caller's privileges, so the table grants above bound what it
--- can do. The one SECURITY DEFINER function, refresh_minute_history (a materialized view is
--- refreshed only by its owner), is granted to jobs alone.
+-- can do. The SECURITY DEFINER functions, refresh_minute_history (a materialized view is
+-- refreshed only by its owner) and session_def_forget (a removed, emptied session definition's
+-- row), are granted to jobs alone.
 CREATE OR REPLACE FUNCTION slidewin.grant_roles(p_prefix text)
 RETURNS void
 LANGUAGE plpgsql
@@ -46,9 +53,13 @@ BEGIN
     END LOOP;
 
     -- ownership: schemas, then relations (sequences owned by a column move with their table),
-    -- then functions
+    -- then functions; only what the owner does not own yet (ALTER ... OWNER locks a table
+    -- against everything, the ingest's reads and writes too), relations in oid order, the
+    -- order slidewin.role_handover lists them in
     FOREACH v_schema IN ARRAY v_schemas LOOP
-        CONTINUE WHEN to_regnamespace(v_schema) IS NULL;
+        CONTINUE WHEN to_regnamespace(v_schema) IS NULL
+                   OR (SELECT nspowner FROM pg_namespace WHERE nspname = v_schema)
+                      = v_owner::regrole;
         EXECUTE format('ALTER SCHEMA %I OWNER TO %I', v_schema, v_owner);
     END LOOP;
     FOR r IN
@@ -56,6 +67,7 @@ BEGIN
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = ANY(v_schemas) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
            AND c.relowner <> v_owner::regrole
+         ORDER BY c.oid
     LOOP
         EXECUTE format('ALTER %s %s OWNER TO %I',
                        CASE r.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'v' THEN 'VIEW'
@@ -67,6 +79,7 @@ BEGIN
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = ANY(v_schemas) AND c.relkind = 'S'
            AND c.relowner <> v_owner::regrole
+         ORDER BY c.oid
     LOOP
         EXECUTE format('ALTER SEQUENCE %s OWNER TO %I', r.rel, v_owner);
     END LOOP;
@@ -74,6 +87,7 @@ BEGIN
         SELECT p.oid::regprocedure AS fn
           FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
          WHERE n.nspname = ANY(v_schemas) AND p.proowner <> v_owner::regrole
+         ORDER BY p.oid
     LOOP
         EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.fn, v_owner);
     END LOOP;
@@ -105,21 +119,23 @@ BEGIN
                                                'session_tombstones']),
                    v_ingest, 'INSERT, UPDATE, DELETE'
             UNION ALL
-            SELECT slidewin.role_objects(ARRAY['streams', 'joins', 'session_defs']),
-                   v_ingest, 'UPDATE'
-            UNION ALL
             SELECT slidewin.role_objects(ARRAY['events']), v_jobs, 'DELETE'
             UNION ALL
             SELECT slidewin.role_objects(ARRAY['retention_state', 'counters']),
                    v_jobs, 'INSERT, UPDATE'
+            UNION ALL
+            -- the jobs' single-flight locks: holding one is updating its row
+            SELECT slidewin.role_objects(ARRAY['job_locks']), v_jobs,
+                   'UPDATE (holder_pid, held_since)'
             UNION ALL
             SELECT slidewin.role_objects(ARRAY['rollups', 'rollups_coarse', 'session_store',
                                                'session_tombstones', 'job_runs',
                                                'apscheduler_jobs']),
                    v_jobs, 'INSERT, UPDATE, DELETE'
             UNION ALL
-            SELECT slidewin.role_objects(ARRAY['streams', 'joins', 'session_defs']),
-                   v_jobs, 'UPDATE'
+            -- the registries: UPDATE of their progress columns alone (slidewin.role_progress),
+            -- never of a definition or of a statement the triggers run (*_sql)
+            SELECT p.rel, p.role, p.privileges FROM slidewin.role_progress(v_ingest, v_jobs) p
             UNION ALL
             SELECT c.oid::regclass, x.role, x.privileges
               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -144,7 +160,7 @@ BEGIN
     LOOP
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', r.fn);
         IF r.prosecdef THEN
-            IF r.proname = 'refresh_minute_history' THEN
+            IF r.proname IN ('refresh_minute_history', 'session_def_forget') THEN
                 EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %I', r.fn, v_jobs);
             END IF;
         ELSIF r.provolatile <> 'v' THEN

@@ -1,6 +1,7 @@
 -- slidewin.role_grants(prefix default 'slidewin'): what each role of the set may do in this
 -- database, one row per role and object: the role, the kind of object (database, schema, table,
--- sequence, function, member of), the object's name and its privileges. Read by
+-- sequence, column -- a grant on some columns of a table only --, function, member of), the
+-- object's name and its privileges. Read by
 -- `slidewin db roles --json`; reads the catalogs only.
 CREATE OR REPLACE FUNCTION slidewin.role_grants(p_prefix text DEFAULT 'slidewin')
 RETURNS TABLE (role text, kind text, object text, privileges text[])
@@ -26,6 +27,12 @@ AS $$
                a.grantee, a.privilege_type
           FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace, aclexplode(c.relacl) a
          WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+        UNION ALL
+        SELECT 'column', c.oid::regclass::text || '.' || quote_ident(t.attname), a.grantee,
+               a.privilege_type
+          FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
+          JOIN pg_attribute t ON t.attrelid = c.oid AND t.attnum > 0 AND NOT t.attisdropped,
+               aclexplode(t.attacl) a
         UNION ALL
         SELECT 'function', p.oid::regprocedure::text, a.grantee, a.privilege_type
           FROM pg_proc p JOIN schemas s ON s.oid = p.pronamespace, aclexplode(p.proacl) a

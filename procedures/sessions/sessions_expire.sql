@@ -33,7 +33,7 @@ BEGIN
         IF v_def.dropped_at IS NOT NULL AND v_count < p_chunk
            AND NOT EXISTS (SELECT 1 FROM slidewin.session_store WHERE def_id = v_def.id)
            AND NOT EXISTS (SELECT 1 FROM slidewin.session_tombstones WHERE def_id = v_def.id) THEN
-            DELETE FROM slidewin.session_defs WHERE id = v_def.id;
+            PERFORM slidewin.session_def_forget(v_def.id);  -- the jobs may delete no other
         END IF;
     END LOOP;
     RETURN v_done;
