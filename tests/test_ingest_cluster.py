@@ -55,6 +55,7 @@ def ingest_argv(dsn: str, url: str, land: Path, work: Path) -> list[str]:
         "--dsn", dsn, "--data-dir", str(work), "ingest", "--once", "--json",
         "--master", url, "--landing", str(land), "--checkpoint-dir", str(work / "cp"),
         "--processed", "keep", "--grace", "1h", "--max-future", "1000d",
+        "--verbose",  # Spark's own log: the lost-worker test reads its "Lost executor" line
     )
 
 
