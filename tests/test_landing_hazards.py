@@ -40,7 +40,6 @@ from tests.conftest import T0
 from tests.ingest_fixtures import (
     clean_ingest_state,
     event,
-    spark_session,
     stored_rows,
     write_jsonl,
     write_lines,
@@ -53,11 +52,6 @@ SLIDEWIN = str(Path(sys.executable).parent / "slidewin")
 RUN_TIMEOUT_S = 300  # a hang fails the test instead of holding it forever
 # names Hadoop reads as a URI (the colon) or a glob pattern, and names that need escaping in one
 ODD_NAMES = ["a:b", "d[1]", "e{x,y}", "f?", "g*", "h\\i", "c:[2]", "sp ace", "pct%41", "q#r"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield from spark_session()
 
 
 @pytest.fixture

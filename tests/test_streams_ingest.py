@@ -27,7 +27,7 @@ from slidewin.ingest.config import IngestConfig
 from slidewin.ingest.runner import preflight, run
 from slidewin.ingest.typed_sink import write_stream_batch
 from tests.conftest import T0
-from tests.ingest_fixtures import clean_ingest_state, spark_session, write_lines
+from tests.ingest_fixtures import clean_ingest_state, write_lines
 
 pytestmark = pytest.mark.spark
 NOW = T0 + timedelta(minutes=2)
@@ -44,11 +44,6 @@ def at(seconds: float) -> datetime:
 
 def iso(seconds: float) -> str:
     return at(seconds).isoformat().replace("+00:00", "Z")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield from spark_session()
 
 
 @pytest.fixture
