@@ -63,9 +63,34 @@ def java_missing() -> str | None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A Spark test (the ``spark`` marker, or one using the ``spark`` fixture) is skipped with
     the reason when Java 17+ is missing, before any fixture starts a JVM -- never an error."""
-    uses_spark = item.get_closest_marker("spark") or "spark" in getattr(item, "fixturenames", ())
+    fixtures = getattr(item, "fixturenames", ())
+    uses_spark = item.get_closest_marker("spark") or {"spark", "spark_jvm"} & set(fixtures)
     if uses_spark and (why := java_missing()):
         pytest.skip(f"needs Java for Spark: {why}")
+
+
+@pytest.fixture(scope="session")
+def spark_jvm() -> Iterator[object]:
+    """The test session's one local Spark (local[2], UI off, 2 shuffle partitions), started by
+    the first test that asks for ``spark`` and stopped at the end: a JVM start costs seconds,
+    and one per module added up. It runs with the ingest's own heap (1 GB), which the largest
+    input of tests/test_ingest_formats.py needs (a 21 MB line read by two jobs at once).
+    Tests that need a fresh JVM (the class-data-sharing archive is written by a JVM as it
+    exits: tests/test_ingest_classcache.py) or a process of their own (the CLI's ingest, a
+    cluster) start their own instead."""
+    from tests.ingest_fixtures import spark_session
+
+    yield from spark_session()
+
+
+@pytest.fixture
+def spark(spark_jvm: object) -> Iterator[object]:
+    """The shared SparkSession, handed back as the test found it (SQL confs put back, no
+    streaming query left running: ``tests.ingest_fixtures.handed_back``)."""
+    from tests.ingest_fixtures import handed_back
+
+    with handed_back(spark_jvm):
+        yield spark_jvm
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
-"""Shared fixtures and helpers for the ingest tests: one local Spark session, input files,
-and the ground truth an ingest must reproduce."""
+"""Shared fixtures and helpers for the ingest tests: the test session's one local Spark session
+(started by tests.conftest), input files, and the ground truth an ingest must reproduce."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -11,17 +12,63 @@ from pathlib import Path
 
 from tests.conftest import T0
 
+SPARK_MASTER, SPARK_SHUFFLE_PARTITIONS = "local[2]", 2
 
-def spark_session(driver_memory: str = "768m") -> Iterator[object]:
-    """One local[2] session for the Spark tests (UI off, 2 shuffle partitions); use it as a
-    session-scoped fixture body: ``yield from spark_session()``."""
+
+def spark_session(driver_memory: str | None = None) -> Iterator[object]:
+    """The body of the test session's one local Spark (tests.conftest's ``spark_jvm``): UI off,
+    2 shuffle partitions, the ingest's own heap unless ``driver_memory`` says otherwise."""
     from slidewin.ingest.java import check_java
-    from slidewin.ingest.spark import build_session, stop_session
+    from slidewin.ingest.spark import DEFAULT_DRIVER_MEMORY, build_session, stop_session
 
     check_java()
-    session = build_session("local[2]", shuffle_partitions=2, driver_memory=driver_memory)
+    session = build_session(SPARK_MASTER, shuffle_partitions=SPARK_SHUFFLE_PARTITIONS,
+                            driver_memory=driver_memory or DEFAULT_DRIVER_MEMORY)
     yield session
     stop_session(session)
+
+
+@contextlib.contextmanager
+def spark_conf(spark, settings: dict[str, str | None]) -> Iterator[None]:
+    """Set (or, for None, unset) SQL confs of the shared session for the block, then put the
+    old values back -- a test that changes a conf must leave the next one the session it had."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    try:
+        for key, value in settings.items():
+            _set_conf(spark, key, value)
+        yield
+    finally:
+        for key, value in before.items():
+            _set_conf(spark, key, value)
+
+
+def _set_conf(spark, key: str, value: str | None) -> None:
+    if value is None:
+        spark.conf.unset(key)
+    else:
+        spark.conf.set(key, value)
+
+
+@contextlib.contextmanager
+def handed_back(spark) -> Iterator[None]:
+    """Run a test on the shared session, then hand the session back as the test found it: the
+    SQL confs put back (the ingest itself sets one for Parquet nanoseconds: ``ingest.foreign``)
+    and any streaming query left running stopped -- and reported, since a test must stop its
+    queries itself."""
+    confs = dict(spark.conf.getAll)
+    try:
+        yield
+    finally:
+        left = list(spark.streams.active)
+        for query in left:
+            query.stop()
+        now = dict(spark.conf.getAll)
+        for key in now.keys() - confs.keys():
+            spark.conf.unset(key)
+        for key, value in confs.items():
+            if now.get(key) != value:
+                spark.conf.set(key, value)
+        assert not left, f"streaming queries left running: {[q.name or q.id for q in left]}"
 
 
 def event(uuid: str, val: int, seconds: float) -> dict[str, object]:

@@ -5,7 +5,6 @@ with its start time (so a reused pid does not pass for the old process) and its 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 
@@ -21,11 +20,12 @@ class ProcessWatch:
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._done.is_set():
+        while True:
             children = children_of(self.pid)
             self.seen.update(children)
             self.command_lines.update(command_lines(list(children)))
-            time.sleep(0.5)
+            if self._done.wait(0.5):  # a sample every half second; ``stop`` ends it at once
+                return
 
     def stop(self) -> None:
         self._done.set()

@@ -39,6 +39,7 @@ from tests import store_fixtures
 from tests.process_watch import ProcessWatch
 from tests.store_fixtures import at, keys_in, put
 from tests.test_client_session import loader
+from tests.waiting import wait_until
 
 DOWN_DSN = "postgresql://nobody@127.0.0.1:1/none"  # nothing here may reach a database
 
@@ -273,11 +274,14 @@ class StderrLines:
             self.lines.append(line)
 
     def wait_for(self, text: str, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not any(text in line for line in self.lines):
+        def said() -> bool:
             assert self._proc.poll() is None, "".join(self.lines)[-3000:]
-            assert time.monotonic() < deadline, f"no {text!r} in:\n{''.join(self.lines)[-3000:]}"
-            time.sleep(0.2)
+            return any(text in line for line in self.lines)
+
+        try:
+            wait_until(said, timeout_s, what=repr(text))
+        except AssertionError as exc:
+            raise AssertionError(f"{exc} in:\n{''.join(self.lines)[-3000:]}") from None
 
     def text(self) -> str:
         self._thread.join(timeout=30)
@@ -317,7 +321,7 @@ def test_client_stopped_by_a_signal_exits_128_plus_the_signal(client_store, sig,
                             env={**os.environ, "SLIDEWIN_DSN": dsn, "PYTHONUNBUFFERED": "1"})
     err = StderrLines(proc)
     err.wait_for("writing 500 events/s", timeout_s=60)  # the run starts
-    time.sleep(2.5)  # a report or two (every second) before the signal
+    err.wait_for(" Report:", timeout_s=60)  # a report before the signal: written > 0
     out, text = _stop_and_collect(proc, err, sig, timeout_s=60)
     doc = _assert_interrupted(proc.returncode, out, text, sig, expected)
     assert doc["duration_s"] < 100, doc  # it stopped early, not at --duration
@@ -338,7 +342,7 @@ def test_demo_stopped_by_ctrl_c_exits_130_and_leaves_nothing(make_store, tmp_pat
     err = StderrLines(proc)
     try:
         err.wait_for("client: 500 events/s", timeout_s=600)  # Spark is up, the client starts
-        time.sleep(3)  # a report or two (every 2 s) before Ctrl-C
+        err.wait_for(" Report:", timeout_s=60)  # a report before Ctrl-C: written > 0
         out, text = _stop_and_collect(proc, err, signal.SIGINT, timeout_s=180)
     finally:
         watch.stop()

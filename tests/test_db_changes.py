@@ -23,6 +23,7 @@ from slidewin.db.changes import DELETE, INSERT, RollupChanges
 from slidewin.db.events import Event, insert_events
 from slidewin.db.retention import nibble
 from tests.conftest import T0
+from tests.waiting import wait_until
 
 
 def at(seconds: float):
@@ -37,23 +38,15 @@ def listener(conn, store_dsn) -> Iterator[RollupChanges]:
 
 
 def arrived(changes: RollupChanges, timeout_s: float = 5.0) -> set[str]:
-    """What arrives within ``timeout_s`` of a commit (delivery is asynchronous; the round trip
-    makes the listening session send what it holds)."""
-    deadline = time.monotonic() + timeout_s
-    got: set[str] = set()
-    while not got and time.monotonic() < deadline:
-        changes.conn.execute("SELECT 1")
-        got = changes.take()
-        if not got:
-            time.sleep(0.005)
-    return got
+    """What arrives within ``timeout_s`` of a commit (delivery is asynchronous: this blocks on
+    the listening connection until the first notification, then takes any that came with it)."""
+    return changes.wait(timeout_s)
 
 
 def settle(changes: RollupChanges) -> None:
     """Nothing pending: a probe notification marks the end of what was sent before it."""
     changes.conn.execute("SELECT pg_notify('slidewin_rollups', 'probe')")
-    while "probe" not in arrived(changes):
-        pass
+    wait_until(lambda: "probe" in arrived(changes, 1.0), 10, what="the probe notification")
 
 
 def test_an_insert_signals_at_commit_and_a_rollback_does_not(conn, listener):

@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import threading
-import time
 
 import psycopg
 import pytest
@@ -26,6 +25,7 @@ from slidewin.client.cli.demo_join import JOIN_NAME, ORDERS, SHIPMENTS
 from slidewin.client.processes import slidewin_argv
 from tests.invariants import assert_rollups_exact
 from tests.process_watch import ProcessWatch
+from tests.waiting import wait_until
 
 PASSWORD = "Demo-pw-7731"
 HISTORY_S = 6
@@ -153,10 +153,11 @@ def _demo_stopped_while_spark_starts(dsn: str, tmp_path, *args: str) -> str:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        deadline = time.monotonic() + 120
-        while not any("starting the Spark ingest" in line for line in lines):
-            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.1)
+        def ingest_starting() -> bool:
+            assert proc.poll() is None, "".join(lines)
+            return any("starting the Spark ingest" in line for line in lines)
+
+        wait_until(ingest_starting, 120, what="the demo to start its ingest")
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=180)
         reader.join(timeout=30)

@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import psutil
 import pytest
 
 from slidewin.db import embedded
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets")
 
@@ -74,11 +74,10 @@ def alive(pid: int) -> bool:
 
 def gone_within(pid: int, timeout_s: float = EXIT_TIMEOUT_S) -> bool:
     """Poll until ``pid`` has exited, at most ``timeout_s`` (process exit, not expiry)."""
-    deadline = time.monotonic() + timeout_s
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
+    try:
+        wait_until(lambda: not alive(pid), timeout_s, what=f"process {pid} to exit")
+    except AssertionError:
+        return False
     return True
 
 
@@ -229,9 +228,11 @@ with psycopg.connect(first_dsn) as conn:
     first = conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0]
 pid = int(open(os.path.join(sys.argv[1], "pgdata", "postmaster.pid")).readline())
 os.kill(pid, signal.SIGKILL)
-try:  # wait for it to exit (bounded by the test's timeout); a zombie holds nothing
+try:  # wait for it to exit, 60 s at most; a zombie holds nothing (not a child: no wait())
+    deadline = time.monotonic() + 60
     while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-        time.sleep(0.1)
+        assert time.monotonic() < deadline, "the killed postmaster did not exit"
+        time.sleep(0.05)  # polls the condition above, in a child without tests.waiting
 except psutil.NoSuchProcess:
     pass
 with psycopg.connect(resolve_dsn(None, sys.argv[1])) as conn:

@@ -71,6 +71,8 @@ def test_only_a_complete_dump_of_a_clean_exit_is_kept(tmp_path):
     assert cache.archive.read_bytes() == b"whole" and not cache.dump_path().exists()
 
 
+# each session in a child process of its own, never the shared ``spark`` fixture: the archive is
+# written by a JVM as it exits and read by the next one as it starts -- two fresh JVMs
 SESSION = """
 import sys
 from slidewin.ingest.spark import build_session, class_cache_state, stop_session

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +30,7 @@ from tests.ingest_fixtures import (
     write_lines,
 )
 from tests.invariants import assert_rollups_exact
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -134,10 +134,11 @@ def test_a_worker_lost_during_a_batch_loses_nothing(cluster, store_dsn, iconn, t
     work = tmp_path / "w"
     proc = subprocess.Popen(ingest_argv(store_dsn, cluster.url, land, work),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not copying(iconn):  # the sink writes the first partition: the batch is under way
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+    def under_way() -> bool:  # the sink writes the first partition: the batch is under way
+        assert proc.poll() is None, "the ingest ended before its batch was seen copying"
+        return copying(iconn)
+
+    wait_until(under_way, 120, what="the batch's first COPY")
     assert proc.poll() is None, "the kill must land while the batch runs"
     cluster.kill_worker(1)
     out, err = proc.communicate(timeout=300)

@@ -7,6 +7,7 @@ SIGTERM or SIGINT, which must exit 0."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from tests.ingest_fixtures import (
     write_jsonl,
 )
 from tests.invariants import assert_rollups_exact
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 SLIDEWIN = str(Path(sys.executable).parent / "slidewin")
@@ -77,9 +79,9 @@ def tagged_processes(tag: str) -> list[psutil.Process]:
 
 
 def assert_no_process_left(tag: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while tagged_processes(tag) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    with contextlib.suppress(AssertionError):  # the report below names what is left
+        wait_until(lambda: not tagged_processes(tag), timeout_s, interval_s=0.2,
+                   what="the ingest's processes to end")
     left = [(p.pid, p.name()) for p in tagged_processes(tag)]
     for p in tagged_processes(tag):
         p.kill()
@@ -87,14 +89,14 @@ def assert_no_process_left(tag: str, timeout_s: float = 60) -> None:
 
 
 def wait_for_batches(dsn: str, count: int, proc: subprocess.Popen, timeout_s: float = 180):
-    deadline = time.monotonic() + timeout_s
     with psycopg.connect(dsn, autocommit=True) as conn:
-        while time.monotonic() < deadline and proc.poll() is None:
+
+        def committed() -> bool:
+            assert proc.poll() is None, f"ingest exited {proc.poll()} before {count} batches"
             done = conn.execute("SELECT count(*) FROM slidewin.ingest_batches").fetchone()[0]
-            if done >= count:
-                return
-            time.sleep(0.5)
-    raise AssertionError(f"ingest did not commit {count} batches (exit {proc.poll()})")
+            return done >= count
+
+        wait_until(committed, timeout_s, interval_s=0.2, what=f"{count} committed batches")
 
 
 @pytest.mark.parametrize("fault", ["before_commit", "after_commit"])

@@ -23,9 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from slidewin.ingest.progress import Totals
-from slidewin.ingest.spark import DEFAULT_DRIVER_MEMORY
 from tests.conftest import T0
-from tests.ingest_fixtures import clean_ingest_state, spark_session, stored_rows
+from tests.ingest_fixtures import clean_ingest_state, stored_rows
 from tests.test_ingest_stream import ingest_once
 
 pytestmark = pytest.mark.spark
@@ -33,13 +32,6 @@ pytestmark = pytest.mark.spark
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T0_S = int(T0.timestamp())  # 1767268800
 ISO = "2026-01-01T12:00:00Z"  # T0
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """The ingest's own heap (1 GB), not the other modules' 768 MB: one test holds a 21 MB line,
-    which Spark reads in two jobs at once (the rows and the rollups' partials)."""
-    yield from spark_session(driver_memory=DEFAULT_DRIVER_MEMORY)
 
 
 @pytest.fixture

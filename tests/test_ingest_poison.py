@@ -28,7 +28,7 @@ from slidewin.db.events import partition_of
 from slidewin.ingest.errors import IngestError
 from slidewin.ingest.tidy import batch_files
 from tests.conftest import T0
-from tests.ingest_fixtures import clean_ingest_state, spark_session
+from tests.ingest_fixtures import clean_ingest_state
 from tests.invariants import assert_rollups_exact
 from tests.test_ingest_stream import ingest_once
 
@@ -36,11 +36,6 @@ pytestmark = pytest.mark.spark
 
 TS = b"2026-01-01T12:00:00Z"  # T0: every good event sits in one second, so none is late
 YEAR_ONE = datetime(1, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield from spark_session()
 
 
 def line(uuid: bytes, val: bytes = b"1", ts: bytes = TS) -> bytes:

@@ -30,6 +30,7 @@ from tests.ingest_fixtures import (
 from tests.invariants import assert_rollups_exact
 from tests.restartable_pg import answers
 from tests.test_ingest_crash import SLIDEWIN, assert_no_process_left, env_with
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 EVENTS_PER_FILE = 40
@@ -89,14 +90,18 @@ def committed_lines(dsn: str) -> int | None:
 
 
 def wait_for_lines(dsn: str, lines: int, proc: subprocess.Popen, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (committed_lines(dsn) or 0) >= lines:
-            return
-        time.sleep(0.3)
-    raise AssertionError(
-        f"ingest committed {committed_lines(dsn)} of {lines} lines (exit {proc.poll()})"
-    )
+    def committed() -> int | None:
+        assert proc.poll() is None, f"the ingest exited {proc.poll()}"
+        done = committed_lines(dsn)
+        return done if (done or 0) >= lines else None
+
+    wait_until(committed, timeout_s, interval_s=0.3, what=f"{lines} committed lines")
+
+
+def wait_for_files(producer: Producer, more: int, what: str) -> None:
+    """``more`` files from the producer from now on (at its pace: one every half second)."""
+    want = len(producer.files) + more
+    wait_until(lambda: len(producer.files) >= want, 30, what=what)
 
 
 def line_count(files: list[Path]) -> int:
@@ -119,10 +124,10 @@ def test_streaming_ingest_survives_a_postgres_restart(own_server, tmp_path):
         wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=180)
         with producer:
             own_server.stop()  # files keep arriving while the database is down
-            time.sleep(4)
+            wait_for_files(producer, 8, "files during the outage")  # about 4 s down
             assert not answers(dsn)
             own_server.start()
-            time.sleep(2)  # and after it is back
+            wait_for_files(producer, 4, "files after it is back")
         wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=120)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -208,7 +213,7 @@ def test_both_streams_give_up_at_one_deadline(own_server, tmp_path):
         lost_at = time.monotonic()
         while proc.poll() is None and time.monotonic() - lost_at < 90:
             drop_both()  # both streams keep getting batches that meet the outage
-            time.sleep(0.5)
+            time.sleep(0.5)  # the producer's pace until the ingest gives up: not a wait
         _out, err = proc.communicate(timeout=60)
         took = time.monotonic() - lost_at
     finally:

@@ -19,6 +19,7 @@ import pytest
 from tests.ingest_fixtures import event, write_jsonl
 from tests.invariants import assert_rollups_exact
 from tests.test_ingest_crash import command, env_with
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -42,14 +43,6 @@ def sleeping(conn: psycopg.Connection) -> int:
     ).fetchone()[0]
 
 
-def wait_until(check, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 def test_ctrl_c_during_a_long_statement_stops_within_seconds(make_store, tmp_path):
     dsn = make_store(2)
     (tmp_path / "landing").mkdir()
@@ -60,7 +53,7 @@ def test_ctrl_c_during_a_long_statement_stops_within_seconds(make_store, tmp_pat
                                 stderr=subprocess.PIPE, text=True, env=env_with("stop", None))
         try:
             wait_until(lambda: sleeping(conn) > 0 or proc.poll() is not None, 180,
-                       "the batch's insert to reach the slow trigger")
+                       interval_s=0.2, what="the batch's insert to reach the slow trigger")
             assert proc.poll() is None, proc.communicate()
             asked = time.monotonic()
             proc.send_signal(signal.SIGINT)
@@ -72,7 +65,7 @@ def test_ctrl_c_during_a_long_statement_stops_within_seconds(make_store, tmp_pat
         _, err = proc.communicate()
         assert proc.returncode == 130, err[-2000:]
         assert took < 30, f"stopping took {took:.1f}s"
-        wait_until(lambda: sleeping(conn) == 0, 10, "the sleeping statement to be cancelled")
+        wait_until(lambda: sleeping(conn) == 0, 10, what="the sleeping statement to be cancelled")
         assert conn.execute("SELECT count(*) FROM slidewin.events").fetchone() == (0,)
         conn.execute("DROP FUNCTION slidewin.test_slow_insert() CASCADE")
     again = subprocess.run([*command(dsn, tmp_path), "--once"], capture_output=True, text=True,

@@ -29,7 +29,7 @@ from tests.conftest import T0
 from tests.ingest_fixtures import (
     clean_ingest_state,
     event,
-    spark_session,
+    spark_conf,
     stored_rollups,
     stored_rows,
     truth_from_jsonl,
@@ -45,11 +45,6 @@ pytestmark = pytest.mark.spark
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 NOW = T0 + timedelta(minutes=2)  # the ingest's clock: every test event (T0 .. T0+100 s) is past
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield from spark_session()
 
 
 @pytest.fixture
@@ -383,19 +378,6 @@ def test_file_chunks_group_small_files(tmp_path):
 SIZES = {"a": 5, "b": 50, "c": 20, "d": 35, "e": 0}  # Spark plans the largest file first
 
 
-@contextlib.contextmanager
-def spark_conf(spark, settings: dict[str, str]):
-    """Set SQL confs on the shared session for a test, then put the old values back."""
-    before = {key: spark.conf.get(key) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            spark.conf.set(key, value)
-
-
 @pytest.fixture()
 def one_file_per_partition(spark):
     """Count every file as a full partition, so these small files are not packed together."""
@@ -484,7 +466,6 @@ def test_spark_partials_are_the_aggregates_of_each_pulled_partition(
 def test_the_generated_code_does_not_change_with_the_batch_limits(spark, tmp_path):
     """Each batch classifies against new limits (clock, stream time), yet its plan compiles to
     the same Java code, which Spark then takes from its cache instead of compiling again."""
-    import contextlib
     import io
 
     from slidewin.ingest import parse

@@ -19,6 +19,7 @@ from slidewin.jobs.config import RetentionPolicy
 from tests.invariants import assert_rollups_exact
 from tests.restartable_pg import RestartablePostgres
 from tests.test_jobs_scheduler import HOUR, PARTS, count, put, slidewin, stamped
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -36,12 +37,11 @@ def jobs_run(dsn: str, *extra: str) -> subprocess.Popen:
 
 
 def wait_until_count(dsn: str, expected: int, proc: subprocess.Popen, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        if count(dsn) == expected:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{count(dsn)} rows, not {expected} (scheduler exit {proc.poll()})")
+    def counted() -> bool:
+        assert proc.poll() is None, f"the scheduler exited {proc.poll()}"
+        return count(dsn) == expected
+
+    wait_until(counted, timeout_s, interval_s=0.2, what=f"{expected} rows")
 
 
 def test_scheduler_survives_a_restart_and_keeps_deleting(own_server, dsn):
@@ -69,7 +69,8 @@ def test_scheduler_gives_up_after_the_reconnect_timeout(own_server, dsn):
     try:
         assert proc.stderr is not None
         assert "scheduler running 1 job(s)" in proc.stderr.readline()
-        time.sleep(1.0)
+        wait_until(lambda: count(dsn, "SELECT count(*) FROM slidewin.job_runs"), 30,
+                   what="the scheduler's first round recorded")  # it works on the store now
         own_server.stop()
         started = time.monotonic()
         _, err = proc.communicate(timeout=60)
@@ -123,9 +124,7 @@ def test_a_failed_pass_over_the_store_does_not_end_the_scheduler(make_store):
     scheduler.start()
     try:
         scheduler.add_job(tick, IntervalTrigger(seconds=0.2, timezone=UTC), id="tick")
-        deadline = time.monotonic() + 15
-        while len(TICKS) < 4 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: len(TICKS) >= 4, 15, what="four ticks")
     finally:
         scheduler.shutdown(wait=True)
         engine.dispose()

@@ -21,6 +21,7 @@ import pytest
 from slidewin.db import joins, streams
 from slidewin.db.streams import Column
 from tests.test_ingest_crash import SLIDEWIN, assert_no_process_left, env_with
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 BASE = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -79,10 +80,12 @@ def test_a_join_killed_mid_batch_then_restarted_is_exactly_once(make_store, tmp_
 
     proc = subprocess.Popen(command(dsn, tmp_path), env=env_with(tag, None),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def six_batches() -> bool:
+        assert proc.poll() is None, f"the ingest exited {proc.poll()}"
+        return stream_batches(dsn) >= 6
+
     try:
-        deadline = time.monotonic() + 240
-        while stream_batches(dsn) < 6 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.5)
+        wait_until(six_batches, 240, interval_s=0.2, what="six committed stream batches")
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=120)

@@ -40,24 +40,19 @@ from tests.conftest import T0
 from tests.ingest_fixtures import (
     clean_ingest_state,
     event,
-    spark_session,
     stored_rows,
     write_jsonl,
     write_lines,
 )
 from tests.invariants import assert_rollups_exact
 from tests.test_ingest_stream import ingest_once
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 SLIDEWIN = str(Path(sys.executable).parent / "slidewin")
 RUN_TIMEOUT_S = 300  # a hang fails the test instead of holding it forever
 # names Hadoop reads as a URI (the colon) or a glob pattern, and names that need escaping in one
 ODD_NAMES = ["a:b", "d[1]", "e{x,y}", "f?", "g*", "h\\i", "c:[2]", "sp ace", "pct%41", "q#r"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield from spark_session()
 
 
 @pytest.fixture
@@ -327,11 +322,13 @@ def test_files_a_killed_run_left_are_archived_at_the_next_start(spark, store_dsn
 
 
 def wait_for(condition, proc: subprocess.Popen, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"{what} (exit {proc.poll()})")
-        time.sleep(0.3)
+    """Wait until ``condition()`` while the ingest runs (its exit ends the wait at once)."""
+
+    def check() -> bool:
+        assert proc.poll() is None, f"waiting for {what}, the ingest exited {proc.poll()}"
+        return condition()
+
+    wait_until(check, timeout_s, interval_s=0.3, what=what)
 
 
 def stored_uuids(dsn: str) -> set[str]:
@@ -351,13 +348,13 @@ def test_a_running_stream_with_a_pipe_dropped_in_stops_at_once(make_store, tmp_p
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         parquet(land, "first.parquet", ["first"])
-        wait_for(lambda: "first" in stored_uuids(dsn), proc, 180, "the stream never started")
+        wait_for(lambda: "first" in stored_uuids(dsn), proc, 180, "the first file stored")
         os.mkfifo(land / "x.parquet")
         os.mkfifo(land / "y.jsonl")
         parquet(land, "after.parquet", ["after"])
         write_jsonl(land, "after.jsonl", [event("after-j", 1, 0)])
         wait_for(lambda: {"after", "after-j"} <= stored_uuids(dsn), proc, 60,
-                 "the good files beside the pipes were not stored")
+                 "the good files beside the pipes stored")
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=60)
     finally:
@@ -388,7 +385,7 @@ def test_a_file_appended_to_while_streaming_leaves_no_dead_letter(make_store, tm
         for i in range(60):
             with app.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(event(f"a{i}", i, i * 0.1)) + "\n")
-            time.sleep(0.1)
+            time.sleep(0.1)  # the producer's pace (the behaviour under test), not a wait
         wanted = {f"a{i}" for i in range(60)}
         wait_for(lambda: wanted <= stored_uuids(dsn), proc, 180, "the appended events")
         proc.send_signal(signal.SIGTERM)

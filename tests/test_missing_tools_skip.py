@@ -2,8 +2,8 @@
 never errors: a small selection of the real tests runs in a child pytest whose environment hides
 the tool (JAVA_HOME at a folder with no JDK and no java on PATH; no chromium on PATH).
 
-The selection covers each way a test reaches Spark: a module-scoped ``spark`` fixture
-(tests.ingest_fixtures.spark_session), the ``spark`` marker on a test that runs the CLI's ingest
+The selection covers each way a test reaches Spark: the test session's shared ``spark``
+fixture (tests.conftest), the ``spark`` marker on a test that runs the CLI's ingest
 in a child process, and the JVM class-cache test."""
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import pytest
 
 from slidewin.db import embedded
 from tests.test_embedded_server import _stop_everything, alive, gone_within
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets")
 
@@ -49,7 +49,7 @@ if dsn == "embedded":
 launch = slidewin_child(dsn, "jobs", "run")
 child = start_child("jobs", launch.argv, Path(sys.argv[3]), env=launch.env)
 print(child.proc.pid, flush=True)
-time.sleep(600)
+time.sleep(600)  # a parent that lives on until the test kills it: not a wait
 """
 EXIT_TIMEOUT_S = 60.0
 
@@ -85,11 +85,14 @@ def parent_with_child(dsn: str, data: Path, log: Path) -> Iterator[tuple[subproc
 
 def running_jobs(pid: int, log: Path, timeout_s: float = 120.0) -> None:
     """Wait until the child says its scheduler runs (it has started, imports and all)."""
-    deadline = time.monotonic() + timeout_s
-    while "scheduler running" not in (log.read_text() if log.exists() else ""):
-        assert alive(pid), f"the child exited: {log.read_text() if log.exists() else ''}"
-        assert time.monotonic() < deadline, "the child's scheduler never started"
-        time.sleep(0.2)
+    def text() -> str:
+        return log.read_text() if log.exists() else ""
+
+    def running() -> bool:
+        assert alive(pid), f"the child exited: {text()}"
+        return "scheduler running" in text()
+
+    wait_until(running, timeout_s, what="the child's scheduler to start")
 
 
 def test_a_child_ends_when_its_parent_is_killed(make_store, tmp_path):
@@ -138,7 +141,7 @@ def test_a_child_whose_parent_is_already_gone_stops_at_once(tmp_path):
     """The watchdog's first look: a parent that died before the child started watching."""
     code = (
         "import time; from slidewin.client.processes import watch_parent; "
-        "watch_parent(1, poll_s=0.05, grace_s=30); time.sleep(60)"
+        "watch_parent(1, poll_s=0.05, grace_s=30); time.sleep(60)"  # the watchdog must end it
     )
     proc = subprocess.Popen([sys.executable, "-c", code])
     try:

@@ -20,6 +20,7 @@ from slidewin.db.reconnect import (
     is_connection_lost,
 )
 from tests.restartable_pg import RestartablePostgres, restartable_postgres
+from tests.waiting import wait_until
 
 DSN = "postgresql://app:secret@db.example:5432/store"
 LOST = psycopg.OperationalError("connection refused\n\tIs the server running?")
@@ -163,8 +164,7 @@ def test_threads_share_one_wait_and_its_lines():
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
         t.start()
-    while len(probes) < 5:
-        threading.Event().wait(0.01)
+    wait_until(lambda: len(probes) >= 5, 10, interval_s=0.01, what="five probes of the database")
     back.set()
     for t in threads:
         t.join(10)

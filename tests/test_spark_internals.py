@@ -14,7 +14,7 @@ from slidewin.ingest.spark_internals import PullUnavailable
 from tests.ingest_fixtures import (
     clean_ingest_state,
     event,
-    spark_session,
+    spark_conf,
     stored_rows,
     truth_from_jsonl,
 )
@@ -27,11 +27,6 @@ from tests.test_ingest_stream import (
 )
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield from spark_session()
 
 
 @pytest.fixture
@@ -123,8 +118,7 @@ def test_without_the_plain_checkpoint_manager_spark_keeps_its_default(
     before = spark.conf.get(setting, None)
     assert before in spark_internals.CHECKPOINT_MANAGERS  # this Spark has one of them
     monkeypatch.setattr(spark_internals, "CHECKPOINT_MANAGERS", ("org.example.NoSuchManager",))
-    spark.conf.unset(setting)
-    try:
+    with spark_conf(spark, {setting: None}):
         assert spark_internals.use_plain_checkpoint_files(spark) is None
         assert spark.conf.get(setting, None) is None
         land = tmp_path / "landing"
@@ -133,8 +127,6 @@ def test_without_the_plain_checkpoint_manager_spark_keeps_its_default(
         ingest_once(spark, store_dsn, tmp_path)
         assert stored_rows(iconn) == truth_from_jsonl(files)
         assert (tmp_path / "cp" / "text" / "commits" / "1").is_file()
-    finally:
-        spark.conf.set(setting, before)
 
 
 def test_a_gateway_without_its_process_gives_no_jvm_pid(spark, monkeypatch):

@@ -23,6 +23,7 @@ from slidewin.db import streams
 from slidewin.db.errors import ProcedureError
 from slidewin.db.streams import Column
 from tests.conftest import T0
+from tests.waiting import wait_until
 
 S = timedelta(seconds=1)
 
@@ -497,11 +498,24 @@ def test_follow_final_emits_each_window_of_a_declared_stream_once(
                                           stream="sensors"):
                 emitted.append(e.window.start)
 
+    # each batch only once the follower's last look has ended, having shown what was final by
+    # then: a batch that commits between a look's read of the windows and its read of the
+    # watermark moves the follower past a window it has not shown (a race of Follower.poll)
+    looks: list[int] = []  # per finished look: the windows it emitted
+    look = follower.poll
+
+    def counted(c: psycopg.Connection) -> list[window_follow.Emission]:
+        out = look(c)
+        looks.append(len(out))
+        return out
+
+    follower.poll = counted  # type: ignore[method-assign]
     thread = threading.Thread(target=consume)
     thread.start()
-    for rows, newest in (([("a", at(1), 1.0), ("a", at(12), 2.0)], at(12)),
-                         ([("a", at(25), 3.0)], at(25))):
-        time.sleep(0.5)
+    for shown, rows, newest in ((0, [("a", at(1), 1.0), ("a", at(12), 2.0)], at(12)),
+                                (1, [("a", at(25), 3.0)], at(25))):
+        wait_until(lambda n=shown: looks and sum(looks) >= n, 30,
+                   what=f"a look that showed {shown} window(s) to end")
         with conn.transaction():  # as a batch of the ingest: rows and watermark together
             insert(conn, "sensors", rows)
             conn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, %s)",
@@ -531,6 +545,14 @@ def test_count_windows_and_lookups_of_a_declared_stream(
     assert [w["sum"] for w in json.loads(current.stdout)["windows"]] == [45]
 
 
+def waiting_for_a_lock(conn: psycopg.Connection) -> int:
+    """Sessions of this database blocked on a lock (a heavyweight one: a row, a table)."""
+    return conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock'"
+    ).fetchone()[0]
+
+
 def test_a_nibble_and_a_batch_of_the_same_minute_wait_for_each_other_never_deadlock(
     store_dsn: str, conn: psycopg.Connection
 ) -> None:
@@ -538,7 +560,6 @@ def test_a_nibble_and_a_batch_of_the_same_minute_wait_for_each_other_never_deadl
     that row before any rollup row, so it waits for the batch instead of locking the minute
     the batch then inserts into (which deadlocked)."""
     import threading
-    import time
 
     define(conn, history=30 * S)
     insert(conn, "sensors", [(f"old{i}", at(i), float(i)) for i in range(10)])
@@ -555,7 +576,8 @@ def test_a_nibble_and_a_batch_of_the_same_minute_wait_for_each_other_never_deadl
 
         worker = threading.Thread(target=nibble)
         worker.start()
-        time.sleep(0.5)  # the nibble is waiting now
+        wait_until(lambda: waiting_for_a_lock(conn) or not worker.is_alive(), 30,
+                   what="the nibble to wait for the batch's lock")
         insert(batch, "sensors", [("new", at(40), 1.0)])  # the same minute as the old rows
         batch.commit()
         worker.join(timeout=30)

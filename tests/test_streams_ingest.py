@@ -9,8 +9,8 @@ import io
 import json
 import math
 import threading
-import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -27,7 +27,8 @@ from slidewin.ingest.config import IngestConfig
 from slidewin.ingest.runner import preflight, run
 from slidewin.ingest.typed_sink import write_stream_batch
 from tests.conftest import T0
-from tests.ingest_fixtures import clean_ingest_state, spark_session, write_lines
+from tests.ingest_fixtures import clean_ingest_state, write_lines
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 NOW = T0 + timedelta(minutes=2)
@@ -44,11 +45,6 @@ def at(seconds: float) -> datetime:
 
 def iso(seconds: float) -> str:
     return at(seconds).isoformat().replace("+00:00", "Z")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield from spark_session()
 
 
 @pytest.fixture
@@ -280,21 +276,25 @@ def test_stream_declared_while_ingest_runs_is_picked_up(spark, store_dsn, sconn,
 
     worker = threading.Thread(target=target, daemon=True)
     worker.start()
+    def said(text: str) -> Callable[[], bool]:
+        def check() -> bool:
+            assert not failure, failure
+            return any(text in x for x in lines)
+        return check
+
+    def late_rows() -> list[tuple]:
+        assert not failure, failure
+        return rows_of_or_none(sconn, "late_comer")
+
     try:
-        deadline = time.monotonic() + 120
-        while not any(x.startswith("ingest t:") for x in lines) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(said("ingest t:"), 120, what="the ingest's first report")
         sensors(sconn, "late_comer")
         write_lines(folder(tmp_path, "late_comer"), "a.jsonl",
                     [json.dumps({"sensor": "s", "ts": iso(1), "n": 4})])
-        while not rows_of_or_none(sconn, "late_comer") and time.monotonic() < deadline:
-            assert not failure, failure
-            time.sleep(0.5)
+        wait_until(late_rows, 120, interval_s=0.2, what="the late stream's rows")
         assert [r[:2] for r in rows_of(sconn, "late_comer")] == [("s", at(1))]
         streams.drop(sconn, "late_comer")
-        while not any("late_comer] the stream was dropped" in x for x in lines):
-            assert time.monotonic() < deadline, lines
-            time.sleep(0.5)
+        wait_until(said("late_comer] the stream was dropped"), 120, what="the drop noticed")
     finally:
         stop.set()
         worker.join(60)
