@@ -349,10 +349,10 @@ POISON_LINES = [  # issue 34: each of these stopped the stream on every rerun
 
 
 def poisoned(conn, name: str = "s") -> streams.Stream:
-    """``slidewin streams add s --key k:text --time ts --column v:double --grace 40000d
+    """``slidewin streams add s --key k:text --time ts --column v:double --grace 36500d
     --keep-extra``, and a text column ``label`` an index holds (made in psql)."""
     stream = streams.define(
-        conn, name, key="k", time="ts", keep_extra=True, grace=timedelta(days=40000),
+        conn, name, key="k", time="ts", keep_extra=True, grace=timedelta(days=36500),
         columns=[Column("k", "text"), Column("ts", "timestamptz"),
                  Column("v", "double precision"), Column("label", "text")], measures=["v"])
     conn.execute(sql.SQL("CREATE INDEX ON {} (label)").format(stream.table))

@@ -204,7 +204,7 @@ def test_invalid_utf8_line_keeps_its_bytes():
 KEYED = Stream(name="s", key="k", time="ts",
                columns=(Column("k", "text", True), Column("ts", "timestamptz", True),
                         Column("v", "double precision"), Column("meta", "jsonb")),
-               measures=("v",), grace=timedelta(days=40000))
+               measures=("v",), grace=timedelta(days=36500))
 KEPT = Stream(**{**KEYED.__dict__, "keep_extra": True})
 TS = "2026-06-01T00:00:00Z"
 NOW_S = datetime(2026, 6, 1, tzinfo=UTC)
