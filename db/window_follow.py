@@ -61,13 +61,18 @@ class Follower:
             raise ValueError(f"emit must be one of {EMIT_POLICIES}, got {self.emit!r}")
 
     def poll(self, conn: psycopg.Connection) -> list[Emission]:
-        """Read the windows that can still change; return what the policy emits now."""
+        """Read the windows that can still change; return what the policy emits now.
+
+        The watermark is read before the windows: a batch that commits between the two reads
+        can only make more windows final, so every window the follower forgets was read final
+        (read after, a moved watermark would skip a window never shown as final)."""
         end = self.reference(conn)
         if end is None or end <= self.start:
             return []
+        done = self._done(conn, end)
         found = self.series(conn, self.start, end)
         out = [Emission(self.emit, w) for w in found if self._emits(w)]
-        self._forget(conn, end)
+        self._forget(done)
         return out
 
     def _emits(self, w: Window) -> bool:
@@ -82,9 +87,11 @@ class Follower:
         self._shown[self.place(w)] = key
         return True
 
-    def _forget(self, conn: psycopg.Connection, end: datetime) -> None:
-        done = (status(conn, self.start, end).complete_up_to if self.watermark is None
+    def _done(self, conn: psycopg.Connection, end: datetime) -> datetime | None:
+        return (status(conn, self.start, end).complete_up_to if self.watermark is None
                 else self.watermark(conn))
+
+    def _forget(self, done: datetime | None) -> None:
         if done is None:
             return
         horizon = done - self.settled
