@@ -14,6 +14,7 @@ import json
 import pickle
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,6 +27,7 @@ from slidewin.client.cli import cli
 from slidewin.db.events import Event, copy_events
 from slidewin.jobs.refs import migrate_job_refs
 from slidewin.jobs.scheduler import run_scheduler
+from tests.waiting import wait_until
 
 FIXTURE = Path(__file__).parent / "fixtures" / "jobs_before_namespace.sql"
 JOBS = {"default": "retention", "hourly": "retention", "refresh": "refresh", "stats": "stats"}
@@ -98,13 +100,25 @@ def test_the_renamed_jobs_run(old_jobs: str) -> None:
            for i in range(300)]
     with psycopg.connect(old_jobs, autocommit=True) as conn:
         copy_events(conn, old, 2)
-    run_scheduler(old_jobs, duration=timedelta(seconds=2.5), report=lambda _line: None)
-    with psycopg.connect(old_jobs, autocommit=True) as conn:
-        left = conn.execute("SELECT count(*) FROM slidewin.events").fetchone()
-        ran = dict(conn.execute("SELECT job, count(*) FROM slidewin.job_runs GROUP BY job")
-                   .fetchall())
-    assert left == (0,)  # the old default job (history 30 s) deleted the hour-old events
-    assert ran.get("default", 0) > 0 and ran.get("hourly", 0) > 0
+    stop = threading.Event()
+    runner = threading.Thread(target=run_scheduler, args=(old_jobs,),
+                              kwargs={"stop": stop, "report": lambda _line: None})
+    runner.start()
+
+    def deleted_and_ran() -> tuple[tuple[int, ...] | None, dict[str, int]] | None:
+        with psycopg.connect(old_jobs, autocommit=True) as conn:
+            left = conn.execute("SELECT count(*) FROM slidewin.events").fetchone()
+            ran = dict(conn.execute("SELECT job, count(*) FROM slidewin.job_runs GROUP BY job")
+                       .fetchall())
+        done = left == (0,) and ran.get("default", 0) > 0 and ran.get("hourly", 0) > 0
+        return (left, ran) if done else None
+
+    try:
+        # the old default job (history 30 s) deletes the hour-old events; both jobs record runs
+        _left, ran = wait_until(deleted_and_ran, 60, 0.2, "the renamed jobs' first rounds")
+    finally:
+        stop.set()
+        runner.join(60)
     assert "refresh" not in ran  # still paused
     assert funcs(old_jobs) == {
         name: f"slidewin.jobs.scheduler:{kind}_job" for name, kind in JOBS.items()}
