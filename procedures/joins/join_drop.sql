@@ -21,7 +21,9 @@ BEGIN
     PERFORM slidewin.join_triggers(v_j.right_stream);
     IF v_j.kind = 'asof' AND NOT EXISTS (SELECT 1 FROM slidewin.joins WHERE kind = 'asof'
                      AND right_stream = v_j.right_stream AND right_on = v_j.right_on) THEN
-        EXECUTE format('DROP INDEX IF EXISTS slidewin_streams.%I',
+        EXECUTE format('DROP INDEX IF EXISTS %s.%I',
+                       (SELECT c.relnamespace::regnamespace::text FROM pg_class c
+                         WHERE c.oid = slidewin.stream_table(v_j.right_stream)::regclass),
                        v_j.right_stream || '#on_' || left(md5(v_j.right_on), 8));
     END IF;
     RETURN v_rows;
