@@ -15,6 +15,7 @@ for events and tags the id is the key and the on-column both.
 from __future__ import annotations
 
 import random
+import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -244,6 +245,8 @@ def test_retention_of_a_joined_events_keeps_what_w_has_not_passed(
     assert ("u", None) not in pairs(conn)  # nor is its outer row final yet
     with pytest.raises(psycopg.errors.ObjectInUse, match="stream events is joined by j"):
         conn.execute("DELETE FROM slidewin.events WHERE uuid = 'u'")
+    with pytest.raises(psycopg.errors.ObjectInUse, match="stream events is joined by j"):
+        conn.execute(f"TRUNCATE slidewin.events_p{_part(conn, 'u'):03d}")  # a partition too
     batch(conn, "tags", [("c", "c", at(42)), ("end", "end", at(45))], at(0))  # W = 40 s
     before_gap = exact(conn, 5, 50)
     assert ("u", None) in pairs(conn)
@@ -306,6 +309,48 @@ def test_the_events_ingest_pairs_its_copy_and_moves_the_joins_watermark(
     write_batch(conn, "q", "events", 1, lambda _state: BatchRows(good([("z", 60)]), empty))
     assert pairs(conn) == {("a", "a"), ("b", None)}  # W = 60 s > 20 s + 5 s: final
     assert sorted(joins.results(conn, "j"), key=repr) == exact(conn, -1000, 50)
+
+
+def test_a_join_defined_while_an_events_batch_runs_pairs_that_batch(
+    conn: psycopg.Connection, store_dsn: str,
+) -> None:
+    """The built-in ingest's batch takes no registry row but its stream's state row, first: the
+    definition waits on that row, before it locks any partition for its triggers, so the batch
+    goes on writing partitions on both sides of the one it wrote first (no deadlock) and its
+    rows, written before the join's triggers existed, are paired once it commits."""
+    declare(conn)
+    batch(conn, "tags", [("a", "a", at(10))], at(0))
+    done = threading.Event()
+    with psycopg.connect(store_dsn, autocommit=True) as writer:
+        with writer.transaction():
+            writer.execute("SELECT * FROM slidewin.stream_begin('events')")
+            insert(writer, "events", [("a", "a", at(11))])
+
+            def define_join() -> None:
+                with psycopg.connect(store_dsn, autocommit=True) as other:
+                    joins.define(other, "j", left="events", right="tags", on="uuid=key",
+                                 before=5 * S, after=5 * S)
+                done.set()
+
+            definer = threading.Thread(target=define_join)
+            definer.start()
+            _until_a_backend_waits_for_a_lock(conn)
+            assert not done.is_set()  # it waits for the batch
+            insert(writer, "events", [(k, k, at(12)) for k in "bcdefghij"])
+        definer.join(30)
+    assert done.is_set()
+    assert len({_part(conn, k) for k in "abcdefghij"}) > 4  # partitions on both sides of a's
+    assert pairs(conn) == {("a", "a")}
+
+
+def _until_a_backend_waits_for_a_lock(conn: psycopg.Connection) -> None:
+    for _ in range(300):
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                           "current_database() AND wait_event_type = 'Lock'").fetchone()
+        if row and row[0] > 0:
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError("the definition never waited for the batch")
 
 
 def _part(conn: psycopg.Connection, key: str) -> int:
