@@ -213,6 +213,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "join_trigger": ("SELECT slidewin.join_trigger('slidewin_streams.sensors', 'sensors', "
                      "'joins_on_insert', true, 'AFTER INSERT', %s)",
                      ("REFERENCING NEW TABLE AS new_rows ",), False),
+    "join_lock_streams": ("SELECT slidewin.join_lock_streams(%s, %s)", ("sensors", "parcels"),
+                          False),
     "join_keep_from": ("SELECT slidewin.join_keep_from(%s)", ("sensors",), False),
     "join_watermark": ("SELECT slidewin.join_watermark(j, %s) FROM slidewin.joins j "
                        "WHERE name = 'sp'", (at(40),), False),

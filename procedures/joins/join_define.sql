@@ -88,21 +88,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'leave out --rows, or leave out --within/--before/--after';
     END IF;
-    -- any stream, the built-in events too, and one stream on both sides (a self-join); their
-    -- registry rows are locked until the commit, so that a batch of either waits for the
-    -- definition (and the definition for a running batch)
+    -- any stream, the built-in events too, and one stream on both sides (a self-join), locked
+    -- until the commit (slidewin.join_lock_streams)
     v_l := slidewin.stream_row(p_left);
     v_r := slidewin.stream_row(p_right);
-    PERFORM 1 FROM slidewin.streams WHERE name IN (p_left, p_right) ORDER BY name FOR UPDATE;
-    -- and their state rows, which every batch of the built-in ingest locks first thing (it takes
-    -- no registry row), before the triggers below lock the tables: a batch running now commits
-    -- first (it may still write to a partition the triggers would have locked already: a
-    -- deadlock), and one starting now waits for the triggers. Made when missing, so that a
-    -- first batch starting meanwhile waits on the row too.
-    INSERT INTO slidewin.stream_state (stream)
-    SELECT DISTINCT s FROM unnest(ARRAY[p_left, p_right]) s ON CONFLICT DO NOTHING;
-    PERFORM 1 FROM slidewin.stream_state WHERE stream IN (p_left, p_right) ORDER BY stream
-        FOR UPDATE;
+    PERFORM slidewin.join_lock_streams(p_left, p_right);
     p_right_on := coalesce(p_right_on, p_left_on);
     v_lt := slidewin.join_column_type(v_l, p_left_on, 'on');
     v_rt := slidewin.join_column_type(v_r, p_right_on, 'on');

@@ -9,8 +9,7 @@ DECLARE
     v_j    slidewin.joins := slidewin.join_get(p_name);
     v_rows bigint := 0;
 BEGIN
-    PERFORM 1 FROM slidewin.streams WHERE name IN (v_j.left_stream, v_j.right_stream)
-      ORDER BY name FOR UPDATE;
+    PERFORM slidewin.join_lock_streams(v_j.left_stream, v_j.right_stream);
     IF v_j.kind = 'interval' THEN
         v_rows := v_j.pairs + v_j.left_only + v_j.right_only;
         EXECUTE format('DROP TABLE slidewin_joins.%I, slidewin_joins.%I', v_j.name,
