@@ -17,8 +17,8 @@
 -- history is shorter than before + after + grace; an unknown stream; on-columns of different
 -- types; an unknown column. Either side may be the built-in events, and both sides one stream: a
 -- self-join pairs each record with every record of the stream the predicate admits, itself
--- included when before/after admit 0 (the plain SQL join of the table with itself, as
--- slidewin.join_exact computes it).
+-- included (its own time is always in its window): the plain SQL join of the table with itself,
+-- as slidewin.join_exact computes it.
 -- select_left / select_right: the columns kept (NULL: all); each side's time and key are always
 -- kept, as the result's identity. now: the clock W is first moved by (created_at records it; a
 -- stream with no data holds W back however long ago that was: slidewin.join_watermark).

@@ -1,6 +1,6 @@
 -- slidewin.join_exact(name, from, to): the exact answer of an interval join -- one SQL join of
 -- the two streams' stored records with times in [from, to) (of a self-join: the stream's with
--- itself, each record with itself too when the window admits it), records late for the join left out,
+-- itself, each record with itself too), records late for the join left out,
 -- each result as both sides' (time, key) (NULL for the missing side). Once W has passed every
 -- record, the join's results over the same records equal it; tests and `slidewin bench joins`
 -- check exactly that. Its cost grows with the range: a check, not a query to poll.
