@@ -423,6 +423,17 @@ def test_a_dropped_events_join_takes_its_triggers_from_every_partition(
     conn.execute("DELETE FROM slidewin.events")  # no join: changes by hand go through
 
 
+def test_db_reset_names_the_join_that_reads_events(conn: psycopg.Connection) -> None:
+    from slidewin.db.reset import reset_store
+
+    declare(conn)
+    joins.define(conn, "tagged", left="events", right="tags", on="uuid=key", before=S, after=S)
+    with pytest.raises(ProcedureError, match="db reset: stream events is joined by tagged"):
+        reset_store(conn)
+    joins.drop(conn, "tagged")
+    assert "events" in reset_store(conn)
+
+
 def _ids(conn: psycopg.Connection) -> list[Identity]:
     rows = conn.execute("SELECT l_ts, l_id, r_ts, r_id FROM slidewin_joins.j").fetchall()
     return [tuple(r) for r in rows]
