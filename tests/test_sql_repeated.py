@@ -160,6 +160,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "stream_get": ("SELECT (slidewin.stream_get(%s)).measures", ("sensors",), False),
     "stream_row": ("SELECT (slidewin.stream_row(%s)).key_column", ("events",), False),
     "stream_table": ("SELECT slidewin.stream_table(%s)", ("sensors",), False),
+    "stream_time_prefix": ("SELECT slidewin.stream_time_prefix(%s, 'r')", ("events",), False),
     "stream_measure_type": ("SELECT slidewin.stream_measure_type(columns, %s, key_column, "
                             "time_column) FROM slidewin.streams WHERE name = 'sensors'",
                             ("w",), False),

@@ -20,17 +20,18 @@ BEGIN
                         HINT = 'use slidewin.join_show';
     END IF;
     RETURN QUERY EXECUTE format(
-        'WITH l AS (SELECT * FROM %1$s l WHERE l.%2$I >= $1 AND l.%2$I < $2 '
+        'WITH l AS (SELECT * FROM %1$s l WHERE %11$sl.%2$I >= $1 AND l.%2$I < $2 '
         '  AND NOT EXISTS (SELECT 1 FROM slidewin_joins.%9$I x WHERE x.side = ''l'' '
         '  AND x.ts = l.%2$I AND x.key = l.%3$I::text)), '
-        'r AS (SELECT * FROM %4$s r WHERE r.%5$I >= $1 AND r.%5$I < $2 '
+        'r AS (SELECT * FROM %4$s r WHERE %12$sr.%5$I >= $1 AND r.%5$I < $2 '
         '  AND NOT EXISTS (SELECT 1 FROM slidewin_joins.%9$I x WHERE x.side = ''r'' '
         '  AND x.ts = r.%5$I AND x.key = r.%6$I::text)) '
         'SELECT l.%2$I, l.%3$I::text, r.%5$I, r.%6$I::text FROM l %10$s JOIN r '
         'ON r.%8$I = l.%7$I AND r.%5$I BETWEEN l.%2$I - $3 AND l.%2$I + $4',
         slidewin.stream_table(v_l.name), v_l.time_column, v_l.key_column,
         slidewin.stream_table(v_r.name), v_r.time_column, v_r.key_column,
-        v_j.left_on, v_j.right_on, v_j.name || '#late', upper(v_j.join_type))
+        v_j.left_on, v_j.right_on, v_j.name || '#late', upper(v_j.join_type),
+        slidewin.stream_time_prefix(v_l.name, 'l'), slidewin.stream_time_prefix(v_r.name, 'r'))
       USING p_from, p_to, v_j.before, v_j.after;
 END
 $$;
