@@ -267,15 +267,20 @@ def test_retention_of_a_joined_events_keeps_what_w_has_not_passed(
 def test_a_joined_declared_stream_self_join_keeps_records_for_both_sides(
     conn: psycopg.Connection,
 ) -> None:
-    # before 1 s, after 4 s: a self-join keeps what W - 4 s has not passed (both sides' rule)
+    # before 4 s, after 1 s: as a right record, mid (7 s) still pairs with a left one up to 11 s,
+    # so retention keeps what W - 4 s has not passed (the left side's W - 1 s alone would not)
     declare(conn, history=timedelta(minutes=1))
-    joins.define(conn, "j", left="readings", right="readings", on="station", before=1 * S,
-                 after=4 * S, join_type="full")
+    joins.define(conn, "j", left="readings", right="readings", on="station", before=4 * S,
+                 after=1 * S, grace=0 * S)
     batch(conn, "readings", [("old", "s", at(0)), ("mid", "s", at(7)), ("new", "t", at(10))],
-          at(0))
+          at(0))  # W = 10 s
     assert streams.nibble(conn, "readings", at(1000)) == 1  # old: 0 s < W - 4 s = 6 s
     assert [r[0] for r in conn.execute(
         "SELECT id FROM slidewin_streams.readings ORDER BY ts")] == ["mid", "new"]
+    batch(conn, "readings", [("next", "s", at(10.5))], at(0))
+    assert ("next", "mid") in {(lid, rid) for _, lid, _, rid in _ids(conn)}
+    got = [r for r in joins.results(conn, "j") if r[0] >= at(5) and r[2] >= at(5)]
+    assert sorted(got, key=repr) == exact(conn, 5, 100)
 
 
 def test_the_events_ingest_pairs_its_copy_and_moves_the_joins_watermark(
@@ -458,6 +463,4 @@ def _nibble_events(conn: psycopg.Connection, cutoff: datetime, target: int | Non
 def test_nibbling_an_unjoined_events_is_unchanged(conn: psycopg.Connection) -> None:
     for s in range(5):
         conn.execute("SELECT slidewin.insert_event('k', 1, %s)", (at(s),))
-    assert _nibble_events(conn, at(3), None) == 3
-    with pytest.raises(ProcedureError):
-        joins.define(conn, "j", left="events", right="events", on="nope")
+    assert _nibble_events(conn, at(3), None) == 3  # no join: the cutoff alone
