@@ -9,7 +9,8 @@ typed to set the store up, which a fresh start should not make them type again. 
 window definition keeps its name, gap, grace and retention but starts again from nothing: its
 stream time (against which later events would be late), its counts and its longest session go,
 and definitions already removed go with their sessions. Everything happens in one transaction,
-so a reader sees the store full or empty, never half.
+so a reader sees the store full or empty, never half. A join reading ``events`` keeps results
+the reset would leave without their records: the reset is refused, naming the join to drop.
 
 A store something is writing to is not reset: an ingest keeps its checkpoints in memory and
 would carry on from them, and its next batch would stand alone. ``other_sessions`` lists the
@@ -23,6 +24,9 @@ from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
+
+from slidewin.db.connect import refusal_text
+from slidewin.db.errors import ProcedureError
 
 DATA_TABLES = (
     "events", "rollups", "rollups_coarse", "dead_letters", "ingest_batches", "stream_state",
@@ -81,7 +85,10 @@ def reset_store(conn: psycopg.Connection) -> tuple[str, ...]:
     tables = sql.SQL(", ").join(sql.Identifier("slidewin", name) for name in DATA_TABLES)
     with conn.transaction():
         conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
-        conn.execute(sql.SQL("TRUNCATE {}").format(tables))
+        try:
+            conn.execute(sql.SQL("TRUNCATE {}").format(tables))
+        except psycopg.errors.ObjectInUse as exc:  # a join reads events: its results would stay
+            raise ProcedureError(f"db reset: {refusal_text(exc)}") from None
         conn.execute("DELETE FROM slidewin.session_defs WHERE dropped_at IS NOT NULL")
         conn.execute(_RESTART_SESSION_DEFS)
         conn.execute("REFRESH MATERIALIZED VIEW slidewin.minute_history")

@@ -115,10 +115,13 @@ def list_streams(conn: psycopg.Connection, *, declared_only: bool = False) -> li
     return [_stream(r) for r in rows]
 
 
-def get_stream(conn: psycopg.Connection, name: str) -> Stream:
-    """A declared stream, or StoreError naming it and how to list the streams."""
+def get_stream(conn: psycopg.Connection, name: str, *, builtin: bool = False) -> Stream:
+    """A declared stream (``builtin``: or the built-in ``events``, for what reads any stream,
+    a join), or StoreError naming it and how to list the streams."""
+    query = "SELECT * FROM slidewin.stream_row(%s)" if builtin else \
+        "SELECT * FROM slidewin.stream_get(%s)"
     with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute("SELECT * FROM slidewin.stream_get(%s)", (name,)).fetchone()
+        row = cur.execute(query, (name,)).fetchone()
     assert row is not None
     return _stream(row)
 

@@ -21,7 +21,8 @@ Order inside the transaction (autocommit connection + ``conn.transaction()``):
 5. Spark's partials of the chunks COPYed that way: checked against those chunks' rows, then
    merged per (part, second) and applied with one upsert (``slidewin.rollups_add``), before
    anything below can read or nibble the rollups;
-6. dead letters (COPY), the stream state (greatest of old and new), optional inline nibbles of
+6. dead letters (COPY), the stream state (greatest of old and new), the watermark of the joins
+   reading the stream (``slidewin.joins_advance``), optional inline nibbles of
    the partitions written, the marker's counts; commit.
 
 The fault hook (``SLIDEWIN_INGEST_FAULT=before_commit|after_commit``) exists for the crash tests:
@@ -353,6 +354,8 @@ def _finish(
         "SELECT slidewin.ingest_advance(%s, %s, now(), %s)", (stream, max_ts, grace)
     ).fetchone()
     newest = row[0] if row else None
+    # the joins reading the stream: W moves with its time, outer rows become final
+    conn.execute("SELECT slidewin.joins_advance(%s, now())", (stream,))
     nibbled = nibble_written(conn, tally.parts, newest, inline) if inline else 0
     result = BatchResult(
         query_id=query_id,

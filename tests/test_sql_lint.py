@@ -78,7 +78,8 @@ KNOWN: dict[tuple[str, str], str] = {
         "join_exact", "join_show", "join_since", "stream_buckets", "stream_count_windows",
         "stream_pieces", "stream_sliding")},
     **{(fn, SANITIZED): COMPOSED for fn in (
-        "join_exact", "join_show", "join_since", "join_tables", "stream_add_column",
+        "join_exact", "join_index", "join_show", "join_since", "join_tables",
+        "stream_add_column",
         "stream_buckets", "stream_count_windows")},
     ("count_windows", SANITIZED): "composed with format() of the partition tables' own names "
                                   "and integer arguments; no user text reaches it",
@@ -86,11 +87,13 @@ KNOWN: dict[tuple[str, str], str] = {
         "join_advance", "join_backfill", "joins_on_insert", "stream_rollups_on_delete",
         "stream_rollups_on_insert")},
     ("stream_add_measure", INJECTION): STORED,
+    ("join_trigger", SANITIZED): "the trigger's event and REFERENCING clause are "
+                                 "join_triggers' own literals; the table a regclass, the stream "
+                                 "through %L",
     ("grant_roles", SANITIZED): "GRANT's privileges and table come from the function's own "
                                 "list (regclass text); the role through %I",
     ("join_index", VOLATILE): DDL,
     ("join_nibble", VOLATILE): DDL,
-    ("join_triggers", VOLATILE): DDL,
 }
 
 

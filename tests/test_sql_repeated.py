@@ -158,6 +158,9 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "check_stream_name": ("SELECT slidewin.check_stream_name('stream', %s)", ("abc",), False),
     "stream_type": ("SELECT slidewin.stream_type('c', %s)", ("decimal(12, 2)",), False),
     "stream_get": ("SELECT (slidewin.stream_get(%s)).measures", ("sensors",), False),
+    "stream_row": ("SELECT (slidewin.stream_row(%s)).key_column", ("events",), False),
+    "stream_table": ("SELECT slidewin.stream_table(%s)", ("sensors",), False),
+    "stream_time_prefix": ("SELECT slidewin.stream_time_prefix(%s, 'r')", ("events",), False),
     "stream_measure_type": ("SELECT slidewin.stream_measure_type(columns, %s, key_column, "
                             "time_column) FROM slidewin.streams WHERE name = 'sensors'",
                             ("w",), False),
@@ -208,6 +211,12 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                     lambda i: (f"jt{i}",), True),
     "join_sql": ("SELECT slidewin.join_sql(%s)", ("sp",), False),
     "join_triggers": ("SELECT slidewin.join_triggers(%s)", ("sensors",), False),
+    "join_trigger": ("SELECT slidewin.join_trigger('slidewin_streams.sensors', 'sensors', "
+                     "'joins_on_insert', true, 'AFTER INSERT', %s)",
+                     ("REFERENCING NEW TABLE AS new_rows ",), False),
+    "join_lock_streams": ("SELECT slidewin.join_lock_streams(%s, %s)", ("sensors", "parcels"),
+                          False),
+    "join_keep_from": ("SELECT slidewin.join_keep_from(%s)", ("sensors",), False),
     "join_watermark": ("SELECT slidewin.join_watermark(j, %s) FROM slidewin.joins j "
                        "WHERE name = 'sp'", (at(40),), False),
     "join_advance": ("SELECT slidewin.join_advance(%s, %s)", ("sp", at(40)), False),

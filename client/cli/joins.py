@@ -1,4 +1,4 @@
-"""``slidewin joins``: windowed joins of two declared streams -- add, list, show (and
+"""``slidewin joins``: windowed joins of two streams -- add, list, show (and
 ``--follow``), drop (a thin shell over ``db.joins`` and ``db.join_follow``)."""
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ IDLE = IdleType()
 
 @click.group("joins", cls=SlidewinGroup)
 def joins_group() -> None:
-    """Windowed joins of two declared streams: each record of one stream with the records of the
-    other that share its key and lie within a time window of it (interval joins, kept by every
-    insert), or that are among the newest N before it (rows), or the version valid at its time
-    (as-of).
+    """Windowed joins of two streams (events, declared ones, or one stream with itself): each
+    record of one stream with the records of the other that share its key and lie within a
+    time window of it (interval joins, kept by every insert), or that are among the newest N
+    before it (rows), or the version valid at its time (as-of).
 
     An interval join's results are rows in slidewin_joins.<name>, written in the batch's own
     transaction: a pair at once, never taken back; an outer row (--type left/right/full) once no
@@ -88,8 +88,9 @@ def joins_group() -> None:
 
 @joins_group.command("add")
 @click.argument("name")
-@click.option("--left", required=True, help="The left stream (a declared stream).")
-@click.option("--right", required=True, help="The right stream (a declared stream).")
+@click.option("--left", required=True, help="The left stream (events or a declared stream).")
+@click.option("--right", required=True,
+              help="The right stream (events or a declared stream; the left one: a self-join).")
 @click.option("--on", "on", required=True,
               help="The key: COLUMN (the same name in both) or LEFT_COLUMN=RIGHT_COLUMN.")
 @click.option("--within", type=SPAN, default=None,
@@ -125,8 +126,9 @@ def add_cmd(app: AppContext, name: str, left: str, right: str, on: str,
             within: timedelta | None, before: timedelta | None, after: timedelta | None,
             rows_: int | None, as_of: bool, grace: timedelta, idle: timedelta | str,
             join_type: str, select: str | None, as_json: bool) -> None:
-    """Define join NAME of two declared streams. An interval join pairs the records the streams
-    hold already, then every insert's; rows and as-of joins are read when asked.
+    """Define join NAME of two streams (events or declared; the same one twice: a self-join). An
+    interval join pairs the records the streams hold already, then every insert's; rows and as-of
+    joins are read when asked.
 
     \b
     Examples:
@@ -136,6 +138,8 @@ def add_cmd(app: AppContext, name: str, left: str, right: str, on: str,
           --type left --grace 10s --select amount,payments.method
       slidewin joins add recent --left shipments --right orders --on order_id=id --rows 3
       slidewin joins add priced --left orders --right prices --on product --as-of
+      slidewin joins add near --left readings --right readings --on station --within 5s
+      slidewin joins add tagged --left events --right tags --on uuid=key --within 1m
     SQL: SELECT * FROM slidewin.join_define('orders_shipments', 'orders', 'shipments', 'id',
            'order_id', 'interval', 'inner', '2 min', '2 min');
     """
@@ -348,18 +352,20 @@ def _select(conn: psycopg.Connection, select: str | None, left: str,
     names = [s.strip() for s in select.split(",") if s.strip()]
     if not names:
         raise ConfigError("--select is empty (give columns, e.g. --select amount,right.method)")
-    cols = {side: {c.name for c in streams.get_stream(conn, stream).columns}
+    cols = {side: {c.name for c in streams.get_stream(conn, stream, builtin=True).columns}
             for side, stream in (("left", left), ("right", right))}
     out: dict[str, list[str]] = {"left": [], "right": []}
     for text in names:
         prefix, dot, column = text.rpartition(".")
         if dot:
-            side = {left: "left", right: "right"}.get(prefix) or (
-                prefix if prefix in ("left", "right") else None)
-            if side is None:
+            # STREAM.COL of a self-join names both sides
+            sides = ([s for s, stream in (("left", left), ("right", right)) if stream == prefix]
+                     or ([prefix] if prefix in ("left", "right") else []))
+            if not sides:
                 raise ConfigError(f"--select {text}: {prefix} is neither stream (qualify with "
                                   f"left., right., {left}. or {right}.)")
-            out[side].append(column)
+            for side in sides:
+                out[side].append(column)
             continue
         sides = [s for s in ("left", "right") if text in cols[s]]
         if not sides:
@@ -452,8 +458,8 @@ def _stamp_columns(conn: psycopg.Connection, join: Join) -> dict[str, set[str]]:
     """Per side, the kept columns that are times (shown in UTC, whatever the session's zone)."""
     out = {}
     for side, stream in (("l", join.left), ("r", join.right)):
-        declared = streams.get_stream(conn, stream)
-        out[side] = {c.name for c in declared.columns if c.type == "timestamptz"}
+        found = streams.get_stream(conn, stream, builtin=True)
+        out[side] = {c.name for c in found.columns if c.type == "timestamptz"}
     return out
 
 

@@ -5,7 +5,7 @@
 -- idempotent; only adds (fewer than exist is refused, rows would lose their home);
 -- each new partition gets the rollup triggers (so statements naming a partition directly keep
 -- rollups exact too), and every partition the session trigger. Every partition, new or old,
--- gets the autovacuum settings below (an
+-- gets the autovacuum settings below, and the join triggers while a join reads events (an
 -- ALTER only where they differ, so partitions made before a settings change catch up on the
 -- next `slidewin db init`). Returns the partition count now in force.
 --
@@ -68,6 +68,8 @@ BEGIN
     LOOP
         PERFORM slidewin.attach_session_trigger(v_part);
     END LOOP;
+    -- a joined events: the join triggers on every partition, new ones too (slidewin.join_triggers)
+    PERFORM slidewin.join_triggers('events');
     UPDATE slidewin.config SET partitions = p_count;
     RETURN p_count;
 END

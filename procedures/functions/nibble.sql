@@ -8,7 +8,10 @@
 --   * deletes at most p_chunk rows: the chunk is a cap, not a target (VoltDB's overshoots on
 --     timestamp ties; the uuid tie-break removes the tie);
 --   * always makes progress when there is work: the oldest row qualifies whenever any row does;
---   * deterministic: the same state and arguments delete the same rows.
+--   * deterministic: the same state and arguments delete the same rows;
+--   * while an interval join reads events, never a row at or after slidewin.join_keep_from: a
+--     row its W has not passed stays, whatever the cutoff or the row target (then the oldest
+--     row may be kept, and a call deletes nothing until W moves).
 -- Cost: reads at most p_chunk live index entries and the partition's rollup rows, never the
 -- table. The row count comes from slidewin.rollups, which are exact (promise 1); so does the
 -- oldest second still holding rows, where the index scan starts: the dead entries of earlier
@@ -25,6 +28,7 @@ DECLARE
     v_deleted bigint;
     v_from    timestamptz;
     v_retired timestamptz;
+    v_keep    timestamptz;  -- what the joins reading events still need (NULL: none reads it)
     v_seqscan text := current_setting('enable_seqscan');
 BEGIN
     PERFORM slidewin.check_partition(p_part);
@@ -42,6 +46,7 @@ BEGIN
           FROM slidewin.rollups WHERE part = p_part;
     END IF;
     SELECT min(sec) INTO v_from FROM slidewin.rollups WHERE part = p_part;
+    v_keep := slidewin.join_keep_from('events');
     IF v_from IS NULL THEN
         RETURN 0;  -- the partition holds no rows
     END IF;
@@ -54,8 +59,8 @@ BEGIN
         '  SELECT ctid, ts, row_number() OVER (ORDER BY ts, uuid) AS rn'
         '    FROM (SELECT ctid, ts, uuid FROM slidewin.events WHERE part = $1 AND ts >= $5'
         '          ORDER BY ts, uuid LIMIT $2) AS oldest'
-        ') AS o WHERE o.rn <= $3 OR o.ts < $4'
-        INTO v_ctids USING p_part::smallint, p_chunk, v_excess, p_cutoff, v_from;
+        ') AS o WHERE (o.rn <= $3 OR o.ts < $4) AND ($6::timestamptz IS NULL OR o.ts < $6)'
+        INTO v_ctids USING p_part::smallint, p_chunk, v_excess, p_cutoff, v_from, v_keep;
     IF v_ctids IS NULL THEN
         RETURN 0;
     END IF;
@@ -65,10 +70,14 @@ BEGIN
     -- chunk -- or, through the parent, a scan of the whole primary key often looks cheaper; both
     -- grow with the partition, not the chunk: promise 5.) The partition's own rollup triggers
     -- keep the rollups exact, as for any statement naming a partition.
+    -- A joined events refuses deletes by hand (slidewin.joins_refuse_change); this one deletes
+    -- only what the joins' W has passed, and says so for its own statement.
     PERFORM set_config('enable_seqscan', 'off', true);
+    PERFORM set_config('slidewin.retention_stream', 'events', true);
     EXECUTE format('WITH d AS (DELETE FROM slidewin.%I WHERE ctid = ANY ($1) RETURNING ts) '
                    'SELECT count(*), max(ts) FROM d', slidewin.partition_name(p_part))
         INTO v_deleted, v_retired USING v_ctids;
+    PERFORM set_config('slidewin.retention_stream', '', true);
     PERFORM set_config('enable_seqscan', v_seqscan, true);
     IF v_deleted > 0 THEN  -- what windows call `partial` (see slidewin.retention_state)
         INSERT INTO slidewin.retention_state AS s (part, retired_through)

@@ -11,7 +11,7 @@ DECLARE
     v_pairs bigint;
 BEGIN
     EXECUTE replace(v_j.pair_left_sql, 'FROM new_rows n ',
-                    format('FROM slidewin_streams.%I n ', v_j.left_stream))
+                    format('FROM %s n ', slidewin.stream_table(v_j.left_stream)))
       USING NULL::timestamptz, '-infinity'::timestamptz, 'infinity'::timestamptz;
     GET DIAGNOSTICS v_pairs = ROW_COUNT;
     UPDATE slidewin.joins SET pairs = pairs + v_pairs WHERE name = v_j.name;

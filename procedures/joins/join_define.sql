@@ -1,5 +1,5 @@
 -- slidewin.join_define(name, left, right, left_on, right_on, kind, join_type, before, after,
--- grace, idle, n_rows, select_left, select_right, now): define a join of two declared streams and
+-- grace, idle, n_rows, select_left, select_right, now): define a join of two streams and
 -- create what it needs, in one transaction. Returns the join's row.
 --
 -- kind 'interval' (maintained): l.left_on = r.right_on AND r.time BETWEEN l.time - before AND
@@ -13,8 +13,12 @@
 -- for the key at or before the left record's time. Both read the streams when asked (inner or
 -- left).
 -- Refused, naming the parameter, the value and the fix (Kafka KIP-633's checks): before, after or
--- grace below 0, or any of them or idle over 100 years (slidewin.check_duration); a stream whose history is shorter than before + after + grace; a built-in or
--- undeclared stream; one stream on both sides; on-columns of different types; an unknown column.
+-- grace below 0, or any of them or idle over 100 years (slidewin.check_duration); a stream whose
+-- history is shorter than before + after + grace; an unknown stream; on-columns of different
+-- types; an unknown column. Either side may be the built-in events, and both sides one stream: a
+-- self-join pairs each record with every record of the stream the predicate admits, itself
+-- included (its own time is always in its window): the plain SQL join of the table with itself,
+-- as slidewin.join_exact computes it.
 -- select_left / select_right: the columns kept (NULL: all); each side's time and key are always
 -- kept, as the result's identity. now: the clock W is first moved by (created_at records it; a
 -- stream with no data holds W back however long ago that was: slidewin.join_watermark).
@@ -59,10 +63,6 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'every left record is answered; use --type inner or --type left';
     END IF;
-    IF p_left = p_right THEN
-        RAISE EXCEPTION 'left and right are both stream %', p_left
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'join two different streams';
-    END IF;
     FOR v_c, v_need IN VALUES ('before', p_before), ('after', p_after), ('grace', p_grace) LOOP
         IF v_need IS NULL OR v_need < interval '0' THEN
             RAISE EXCEPTION '% must be 0 or more, got %', v_c, coalesce(v_need::text, 'NULL')
@@ -88,11 +88,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'leave out --rows, or leave out --within/--before/--after';
     END IF;
-    -- both sides are declared streams; their registry rows are locked until the commit, so that
-    -- a batch of either waits for the definition (and the definition for a running batch)
-    v_l := slidewin.stream_get(p_left);
-    v_r := slidewin.stream_get(p_right);
-    PERFORM 1 FROM slidewin.streams WHERE name IN (p_left, p_right) ORDER BY name FOR UPDATE;
+    -- any stream, the built-in events too, and one stream on both sides (a self-join), locked
+    -- until the commit (slidewin.join_lock_streams)
+    v_l := slidewin.stream_row(p_left);
+    v_r := slidewin.stream_row(p_right);
+    PERFORM slidewin.join_lock_streams(p_left, p_right);
     p_right_on := coalesce(p_right_on, p_left_on);
     v_lt := slidewin.join_column_type(v_l, p_left_on, 'on');
     v_rt := slidewin.join_column_type(v_r, p_right_on, 'on');

@@ -9,8 +9,7 @@ DECLARE
     v_j    slidewin.joins := slidewin.join_get(p_name);
     v_rows bigint := 0;
 BEGIN
-    PERFORM 1 FROM slidewin.streams WHERE name IN (v_j.left_stream, v_j.right_stream)
-      ORDER BY name FOR UPDATE;
+    PERFORM slidewin.join_lock_streams(v_j.left_stream, v_j.right_stream);
     IF v_j.kind = 'interval' THEN
         v_rows := v_j.pairs + v_j.left_only + v_j.right_only;
         EXECUTE format('DROP TABLE slidewin_joins.%I, slidewin_joins.%I', v_j.name,
@@ -21,7 +20,9 @@ BEGIN
     PERFORM slidewin.join_triggers(v_j.right_stream);
     IF v_j.kind = 'asof' AND NOT EXISTS (SELECT 1 FROM slidewin.joins WHERE kind = 'asof'
                      AND right_stream = v_j.right_stream AND right_on = v_j.right_on) THEN
-        EXECUTE format('DROP INDEX IF EXISTS slidewin_streams.%I',
+        EXECUTE format('DROP INDEX IF EXISTS %s.%I',
+                       (SELECT c.relnamespace::regnamespace::text FROM pg_class c
+                         WHERE c.oid = slidewin.stream_table(v_j.right_stream)::regclass),
                        v_j.right_stream || '#on_' || left(md5(v_j.right_on), 8));
     END IF;
     RETURN v_rows;

@@ -6,11 +6,11 @@ RETURNS text
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_s    slidewin.streams := slidewin.stream_get(p_stream);
+    v_s    slidewin.streams := slidewin.stream_row(p_stream);
     v_name text := p_stream || '#on_' || left(md5(p_column), 8);
 BEGIN
-    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON slidewin_streams.%I (%I, %I)', v_name,
-                   v_s.name, p_column, v_s.time_column);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %s (%I, %I)', v_name,
+                   slidewin.stream_table(v_s.name), p_column, v_s.time_column);
     RETURN v_name;
 END
 $$;

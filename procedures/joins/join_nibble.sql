@@ -1,6 +1,7 @@
 -- slidewin.join_nibble(name, now, chunk): retention for an interval join's results -- delete at
 -- most chunk of its oldest results (and records late for it) whose inputs have both aged out:
--- ts older than now - the longer of the two streams' histories, and than what W lets the
+-- ts older than now - the longer of the two streams' histories (for events: than its oldest
+-- stored second), and than what W lets the
 -- streams' retention delete (W - the larger of before and after: slidewin.stream_nibble). A result
 -- stays while either of its records may still be stored; a stream kept forever keeps its join's
 -- results too. Returns
@@ -12,7 +13,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_j    slidewin.joins := slidewin.join_get(p_name);
-    v_keep interval;
+    v_gone timestamptz;
     v_n    bigint;
     v_late bigint;
     v_cut  timestamptz;
@@ -21,12 +22,18 @@ BEGIN
         RAISE EXCEPTION 'now and a chunk of 1 or more are required (got %, %)', p_now, p_chunk
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT CASE WHEN bool_or(history IS NULL) THEN NULL ELSE max(history) END INTO v_keep
-      FROM slidewin.streams WHERE name IN (v_j.left_stream, v_j.right_stream);
-    IF v_j.kind <> 'interval' OR v_keep IS NULL THEN
+    -- per stream, the time before which its records may be gone: a declared stream's now -
+    -- history (none: kept forever), events' oldest second still stored (its retention follows
+    -- policies, not a history; the rollups' primary key gives it at once)
+    SELECT CASE WHEN bool_or(g IS NULL) THEN NULL ELSE min(g) END INTO v_gone
+      FROM (SELECT CASE WHEN s.builtin
+                        THEN coalesce((SELECT min(sec) FROM slidewin.rollups), 'infinity')
+                        ELSE p_now - s.history END AS g
+              FROM slidewin.streams s WHERE s.name IN (v_j.left_stream, v_j.right_stream)) h;
+    IF v_j.kind <> 'interval' OR v_gone IS NULL THEN
         RETURN 0;
     END IF;
-    v_cut := least(p_now - v_keep,
+    v_cut := least(v_gone,
                    coalesce(v_j.watermark, '-infinity') - greatest(v_j.before, v_j.after));
     EXECUTE format('WITH gone AS (DELETE FROM slidewin_joins.%1$I j WHERE j.seq IN (SELECT seq '
                    'FROM slidewin_joins.%1$I WHERE ts < $1 ORDER BY ts LIMIT $2) RETURNING 1) '

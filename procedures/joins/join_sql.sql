@@ -17,10 +17,16 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_j   slidewin.joins := slidewin.join_get(p_name);
-    v_l   slidewin.streams := slidewin.stream_get(v_j.left_stream);
-    v_r   slidewin.streams := slidewin.stream_get(v_j.right_stream);
+    v_l   slidewin.streams := slidewin.stream_row(v_j.left_stream);
+    v_r   slidewin.streams := slidewin.stream_row(v_j.right_stream);
     v_res text := format('slidewin_joins.%I', v_j.name);
     v_late text := format('slidewin_joins.%I', v_j.name || '#late');
+    v_ltab text := slidewin.stream_table(v_j.left_stream);
+    v_rtab text := slidewin.stream_table(v_j.right_stream);
+    v_self text := '';
+    -- before a time range of each side: read through its time index (events: every partition)
+    v_lidx text := slidewin.stream_time_prefix(v_j.left_stream, 'l');
+    v_ridx text := slidewin.stream_time_prefix(v_j.right_stream, 'r');
     v_lt  text := quote_ident(v_l.time_column);
     v_rt  text := quote_ident(v_r.time_column);
     v_lk  text := quote_ident(v_l.key_column);
@@ -41,32 +47,40 @@ BEGIN
     SELECT string_agg(format('%I', 'r_' || c), ', '),
            'jsonb_build_object(' || string_agg(format('%L, %%1$s.%I', c, c), ', ') || ')'
       INTO v_rtarget, v_rjson FROM unnest(v_j.select_right) c;
+    IF v_j.left_stream = v_j.right_stream THEN
+        -- a self-join: the trigger runs both statements on one batch; pairs of two new rows are
+        -- pair_left_sql's (new x stored, the batch included), so pair_right_sql pairs the new
+        -- rows only with the rows stored before the batch -- each ordered pair once
+        v_self := format(' AND NOT EXISTS (SELECT 1 FROM new_rows m WHERE m.%s = l.%s '
+                         'AND m.%s = l.%s)', v_lt, v_lt, v_lk, v_lk);
+    END IF;
     IF v_j.kind = 'interval' THEN
         UPDATE slidewin.joins SET
             pair_left_sql = format(
                 'INSERT INTO %s (ts, %s, %s) SELECT greatest(n.%s, r.%s), %s, %s '
-                'FROM new_rows n JOIN slidewin_streams.%I r ON r.%s = n.%s '
+                'FROM new_rows n JOIN %s r ON r.%s = n.%s '
                 'AND r.%s BETWEEN n.%s - %s AND n.%s + %s '
-                'WHERE r.%s >= $2 AND r.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
+                'WHERE %sr.%s >= $2 AND r.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
                 'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text)',
                 v_res, v_ltarget, v_rtarget, v_lt, v_rt,
                 (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_left) c),
                 (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
-                v_r.name, v_ron, v_lon, v_rt, v_lt, v_before, v_lt, v_after, v_rt, v_rt, v_lt,
+                v_rtab, v_ron, v_lon, v_rt, v_lt, v_before, v_lt, v_after, v_ridx, v_rt, v_rt,
+                v_lt,
                 v_late, v_rt, v_rk),
             pair_right_sql = format(
                 'INSERT INTO %s (ts, %s, %s) SELECT greatest(l.%s, n.%s), %s, %s '
-                'FROM new_rows n JOIN slidewin_streams.%I l ON l.%s = n.%s '
+                'FROM new_rows n JOIN %s l ON l.%s = n.%s '
                 'AND l.%s BETWEEN n.%s - %s AND n.%s + %s '
-                'WHERE l.%s >= $2 AND l.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
+                'WHERE %sl.%s >= $2 AND l.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)',
+                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)%s',
                 v_res, v_ltarget, v_rtarget, v_lt, v_rt,
                 (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
                 (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_right) c),
-                v_l.name, v_lon, v_ron, v_lt, v_rt, v_after, v_rt, v_before, v_lt, v_lt, v_rt,
-                v_late, v_lt, v_lk),
+                v_ltab, v_lon, v_ron, v_lt, v_rt, v_after, v_rt, v_before, v_lidx, v_lt, v_lt,
+                v_rt, v_late, v_lt, v_lk, v_self),
             late_left_sql = format(
                 'INSERT INTO %s (side, ts, key) SELECT ''l'', n.%s, n.%s::text FROM new_rows n '
                 'WHERE n.%s < $1 ON CONFLICT DO NOTHING', v_late, v_lt, v_lk, v_lt),
@@ -74,24 +88,24 @@ BEGIN
                 'INSERT INTO %s (side, ts, key) SELECT ''r'', n.%s, n.%s::text FROM new_rows n '
                 'WHERE n.%s < $1 ON CONFLICT DO NOTHING', v_late, v_rt, v_rk, v_rt),
             final_left_sql = format(
-                'INSERT INTO %s (ts, %s) SELECT l.%s, %s FROM slidewin_streams.%I l '
-                'WHERE l.%s >= $1 AND l.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
+                'INSERT INTO %s (ts, %s) SELECT l.%s, %s FROM %s l '
+                'WHERE %sl.%s >= $1 AND l.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
                 'WHERE j.ts >= $1 AND j.ts < $2 + %s AND j.%I = l.%s AND j.%I = l.%s) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
                 'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)',
                 v_res, v_ltarget, v_lt,
                 (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
-                v_l.name, v_lt, v_lt, v_res, v_after, 'l_' || v_l.time_column, v_lt,
+                v_ltab, v_lidx, v_lt, v_lt, v_res, v_after, 'l_' || v_l.time_column, v_lt,
                 'l_' || v_l.key_column, v_lk, v_late, v_lt, v_lk),
             final_right_sql = format(
-                'INSERT INTO %s (ts, %s) SELECT r.%s, %s FROM slidewin_streams.%I r '
-                'WHERE r.%s >= $1 AND r.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
+                'INSERT INTO %s (ts, %s) SELECT r.%s, %s FROM %s r '
+                'WHERE %sr.%s >= $1 AND r.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
                 'WHERE j.ts >= $1 AND j.ts < $2 + %s AND j.%I = r.%s AND j.%I = r.%s) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
                 'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text)',
                 v_res, v_rtarget, v_rt,
                 (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
-                v_r.name, v_rt, v_rt, v_res, v_before, 'r_' || v_r.time_column, v_rt,
+                v_rtab, v_ridx, v_rt, v_rt, v_res, v_before, 'r_' || v_r.time_column, v_rt,
                 'r_' || v_r.key_column, v_rk, v_late, v_rt, v_rk),
             show_sql = format(
                 'SELECT j.seq, j.ts, j.emitted_at, CASE WHEN j.%I IS NULL THEN NULL ELSE %s END AS l, '
@@ -108,21 +122,21 @@ BEGIN
     ELSIF v_j.kind = 'asof' THEN
         UPDATE slidewin.joins SET show_sql = format(
             'SELECT NULL::bigint AS seq, l.%s AS ts, NULL::timestamptz AS emitted_at, %s AS l, '
-            'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM slidewin_streams.%I l '
-            '%s LATERAL (SELECT * FROM slidewin_streams.%I w WHERE w.%s = l.%s AND w.%s <= l.%s '
-            'ORDER BY w.%s DESC, w.%s DESC LIMIT 1) r ON true WHERE l.%s >= $1 AND l.%s < $2',
-            v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_l.name, v_kind, v_r.name,
-            v_ron, v_lon, v_rt, v_lt, v_rt, v_rk, v_lt, v_lt)
+            'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM %s l '
+            '%s LATERAL (SELECT * FROM %s w WHERE w.%s = l.%s AND w.%s <= l.%s '
+            'ORDER BY w.%s DESC, w.%s DESC LIMIT 1) r ON true WHERE %sl.%s >= $1 AND l.%s < $2',
+            v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_ltab, v_kind, v_rtab,
+            v_ron, v_lon, v_rt, v_lt, v_rt, v_rk, v_lidx, v_lt, v_lt)
         WHERE name = v_j.name;
     ELSE
         UPDATE slidewin.joins SET show_sql = format(
             'SELECT NULL::bigint AS seq, l.%s AS ts, NULL::timestamptz AS emitted_at, %s AS l, '
-            'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM slidewin_streams.%I l '
-            '%s LATERAL (SELECT * FROM (SELECT * FROM slidewin_streams.%I w WHERE w.%s <= l.%s '
+            'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM %s l '
+            '%s LATERAL (SELECT * FROM (SELECT * FROM %s w WHERE w.%s <= l.%s '
             'ORDER BY w.%s DESC, w.%s DESC LIMIT %s) w WHERE w.%s = l.%s) r ON true '
-            'WHERE l.%s >= $1 AND l.%s < $2',
-            v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_l.name, v_kind, v_r.name,
-            v_rt, v_lt, v_rt, v_rk, v_j.n_rows, v_ron, v_lon, v_lt, v_lt)
+            'WHERE %sl.%s >= $1 AND l.%s < $2',
+            v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_ltab, v_kind, v_rtab,
+            v_rt, v_lt, v_rt, v_rk, v_j.n_rows, v_ron, v_lon, v_lidx, v_lt, v_lt)
         WHERE name = v_j.name;
     END IF;
 END

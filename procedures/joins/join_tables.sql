@@ -13,8 +13,8 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_j    slidewin.joins := slidewin.join_get(p_name);
-    v_l    slidewin.streams := slidewin.stream_get(v_j.left_stream);
-    v_r    slidewin.streams := slidewin.stream_get(v_j.right_stream);
+    v_l    slidewin.streams := slidewin.stream_row(v_j.left_stream);
+    v_r    slidewin.streams := slidewin.stream_row(v_j.right_stream);
     v_defs text;
 BEGIN
     SELECT string_agg(format('%I %s', 'l_' || c,

@@ -3,7 +3,7 @@
 -- while an input has never had data: a stream with no stream time yet holds W back whatever
 -- idle is and however long ago the join was defined, so that W never passes records the join has
 -- not seen (a backlog loaded after the other stream's, a stream started late) -- W waits for both
--- streams' first batch (slidewin.join_status says which it waits for). Idleness is for inputs
+-- streams' first batch (slidewin.join_status says which it waits for; a self-join's one stream). Idleness is for inputs
 -- that once had data: such an input holds W back while it had a batch within idle of now (idle
 -- NULL, `never`: always); with neither holding it back, the newest of the two counts. The stored
 -- watermark is never lowered: callers take the greatest of the two.
@@ -17,7 +17,8 @@ AS $$
           FROM slidewin.stream_state s
          WHERE s.stream IN (p_join.left_stream, p_join.right_stream) AND s.newest_ts IS NOT NULL
     )
-    SELECT CASE WHEN count(*) < 2 THEN NULL
+    SELECT CASE WHEN count(*) < CASE WHEN p_join.left_stream = p_join.right_stream THEN 1
+                                     ELSE 2 END THEN NULL
                 ELSE coalesce(min(newest_ts) FILTER (WHERE active), max(newest_ts))
                      - p_join.grace END
       FROM inputs

@@ -5,7 +5,9 @@
 -- then record the new rows older than W as late, pair the others with the other stream's stored
 -- rows in the time range they can match (pair_*_sql: the batch's times widened by before and
 -- after), count, and signal channel slidewin_joins with the join's name. Any insert (the
--- ingest's or a psql user's) is joined the same way.
+-- ingest's or a psql user's) is joined the same way. A self-join's stream is both sides: its
+-- new rows are paired as left records with the stream (the batch included) and as right records
+-- with the rows stored before the batch (slidewin.join_sql), so each ordered pair once.
 CREATE OR REPLACE FUNCTION slidewin.joins_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -14,8 +16,11 @@ AS $$
 DECLARE
     v_j     slidewin.joins;
     v_left  boolean;
-    v_late  bigint;
+    v_right boolean;
+    v_late_l bigint;
+    v_late_r bigint;
     v_pairs bigint;
+    v_n     bigint;
     v_time  text := (SELECT time_column FROM slidewin.streams WHERE name = TG_ARGV[0]);
     v_lo    timestamptz;
     v_hi    timestamptz;
@@ -28,22 +33,32 @@ BEGIN
                 WHERE kind = 'interval' AND TG_ARGV[0] IN (left_stream, right_stream)
                 ORDER BY name FOR UPDATE LOOP
         v_left := v_j.left_stream = TG_ARGV[0];
-        v_late := 0;
-        IF v_j.watermark IS NOT NULL THEN
-            EXECUTE CASE WHEN v_left THEN v_j.late_left_sql ELSE v_j.late_right_sql END
-              USING v_j.watermark;
-            GET DIAGNOSTICS v_late = ROW_COUNT;
+        v_right := v_j.right_stream = TG_ARGV[0];
+        v_late_l := 0;
+        v_late_r := 0;
+        v_pairs := 0;
+        -- the late records first, both sides' for a self-join: the pairs leave them out
+        IF v_j.watermark IS NOT NULL AND v_left THEN
+            EXECUTE v_j.late_left_sql USING v_j.watermark;
+            GET DIAGNOSTICS v_late_l = ROW_COUNT;
+        END IF;
+        IF v_j.watermark IS NOT NULL AND v_right THEN
+            EXECUTE v_j.late_right_sql USING v_j.watermark;
+            GET DIAGNOSTICS v_late_r = ROW_COUNT;
         END IF;
         IF v_left THEN
             EXECUTE v_j.pair_left_sql USING v_j.watermark, v_lo - v_j.before, v_hi + v_j.after;
-        ELSE
-            EXECUTE v_j.pair_right_sql USING v_j.watermark, v_lo - v_j.after, v_hi + v_j.before;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            v_pairs := v_n;
         END IF;
-        GET DIAGNOSTICS v_pairs = ROW_COUNT;
+        IF v_right THEN
+            EXECUTE v_j.pair_right_sql USING v_j.watermark, v_lo - v_j.after, v_hi + v_j.before;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            v_pairs := v_pairs + v_n;
+        END IF;
         UPDATE slidewin.joins
-           SET pairs = pairs + v_pairs,
-               late_left = late_left + CASE WHEN v_left THEN v_late ELSE 0 END,
-               late_right = late_right + CASE WHEN v_left THEN 0 ELSE v_late END
+           SET pairs = pairs + v_pairs, late_left = late_left + v_late_l,
+               late_right = late_right + v_late_r
          WHERE name = v_j.name;
         IF v_pairs > 0 THEN
             PERFORM pg_notify('slidewin_joins', v_j.name);

@@ -3,10 +3,11 @@
 -- its records arrive, and never taken back: a record deleted or changed by hand after it was
 -- paired (or after its outer row was written) would leave results that slidewin.join_exact no
 -- longer gives. So such a change is refused, naming the joins and the fix. Retention is not
--- refused: slidewin.stream_nibble deletes only records the joins' W has passed, and says so by
--- setting slidewin.retention_stream to the stream for its own statement (a result stays until
--- both its records may be gone: slidewin.join_nibble). Like the rollups' triggers, it sees
--- statements on the stream's table, not on its partitions.
+-- refused: slidewin.stream_nibble (slidewin.nibble for events) deletes only records the joins'
+-- W has passed, and says so by setting slidewin.retention_stream to the stream for its own
+-- statement (a result stays until
+-- both its records may be gone: slidewin.join_nibble). It sits on the stream's table and on
+-- each of its partitions (slidewin.join_triggers): a statement naming a partition is seen too.
 CREATE OR REPLACE FUNCTION slidewin.joins_refuse_change()
 RETURNS trigger
 LANGUAGE plpgsql

@@ -4,7 +4,8 @@
 -- are partial). Returns the rows deleted; call again while it returns more than 0. Each call's
 -- cost is bounded by the chunk, whatever the table holds.
 -- A stream an interval join reads keeps, besides, every record its join's watermark W has not
--- passed (left side: time >= W - after; right side: time >= W - before): a later record may still
+-- passed (slidewin.join_keep_from: left side time >= W - after, right side time >= W - before, a
+-- self-join's both): a later record may still
 -- pair with it, or its outer row is not final yet. W follows stream time, and stream time can
 -- trail the wall clock by the ingest's lag and more: without this, an unmatched record could be
 -- deleted before its outer row is written.
@@ -26,12 +27,7 @@ BEGIN
     IF v_s.history IS NULL THEN
         RETURN 0;
     END IF;
-    SELECT least(p_now - v_s.history,
-                 min(coalesce(j.watermark, '-infinity')
-                     - CASE WHEN j.left_stream = v_s.name THEN j.after ELSE j.before END))
-      INTO v_cut
-      FROM slidewin.joins j
-     WHERE j.kind = 'interval' AND v_s.name IN (j.left_stream, j.right_stream);
+    v_cut := least(p_now - v_s.history, slidewin.join_keep_from(v_s.name));
     -- the newest time this call deletes, recorded first: the registry row is the one lock a
     -- batch of the stream holds from its start (FOR SHARE), so the nibble waits for a running
     -- batch before it locks any rollup row the batch may want, never the other way round
