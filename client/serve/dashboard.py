@@ -29,11 +29,11 @@ from slidewin.client.answers import sessions as answer_sessions
 from slidewin.client.answers import store as answer_store
 from slidewin.client.answers import windows as answer_windows
 from slidewin.client.answers.windows import BUILTIN, TIME_KINDS, iso
+from slidewin.client.serve import params
 from slidewin.db import streams, windows
 from slidewin.db.errors import ConfigError
 from slidewin.db.retention_settings import read_settings
 from slidewin.db.status import partition_status
-from slidewin.db.units import parse_duration
 
 MIN_RANGE_S, MAX_RANGE_S = 60, 3600
 MAX_WINDOWS = 4000  # windows one chart may draw (the range over the advance)
@@ -80,7 +80,7 @@ class View:
 def _whole_seconds(text: str | None, name: str) -> int:
     if text is None:
         raise ConfigError(f"{name} is needed")
-    value = parse_duration(text, name=name)
+    value = params.duration(text, name)
     seconds = value.total_seconds()
     if seconds < 1 or seconds != int(seconds):
         raise ConfigError(f"{name} {text!r} must be a whole number of seconds, 1s or more")
