@@ -11,6 +11,10 @@ Series (rows of numbers, the x first, in Unix seconds):
 - ``live``: per second of event time, the average, maximum and count of the measure;
 - ``window``: the chosen windows (tumbling, hopping or sliding) over the range: average,
   maximum, count, and 1 when final;
+
+  both empty for a declared stream without a measure (``view.measured`` is false: the board
+  shows its counts only), and when the store refuses the windows (``window_problem`` says why:
+  the stream list, counts and tables still show);
 - ``lag``: sampled by the server at each reading (``client.serve.live``): the newest event's
   age, and how far retention is behind its history.
 """
@@ -31,7 +35,7 @@ from slidewin.client.answers import windows as answer_windows
 from slidewin.client.answers.windows import BUILTIN, TIME_KINDS, iso
 from slidewin.client.serve import params
 from slidewin.db import streams, windows
-from slidewin.db.errors import ConfigError
+from slidewin.db.errors import ConfigError, ProcedureError
 from slidewin.db.retention_settings import read_settings
 from slidewin.db.status import partition_status
 
@@ -151,15 +155,15 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
               else streams.newest_second(conn, view.stream))
     end = (newest + timedelta(seconds=1)) if newest is not None else now.replace(microsecond=0)
     start = end - timedelta(seconds=view.range_s)
-    per_second = answer_windows.window_spec("tumbling", timedelta(seconds=1),
-                                            stream=view.stream, measure=measure)
-    live = [[_epoch(w.start), w.avg, _f(w.vmax), w.n] for w in per_second.series(conn, start, end)]
-    spec = answer_windows.window_spec(
-        view.kind, timedelta(seconds=view.size_s),
-        timedelta(seconds=view.advance_s) if view.advance_s else None,
-        stream=view.stream, measure=measure)
-    chosen = [[_epoch(spec.place(w)), w.avg, _f(w.vmax), w.n, 1 if w.final else 0]
-              for w in spec.series(conn, start, end)]
+    measured = stream is None or measure is not None  # a declared stream may have no measure
+    live: list[list[Any]] = []
+    chosen: list[list[Any]] = []
+    window_problem = None
+    if measured:
+        try:
+            live, chosen = _measure_series(conn, view, measure, start, end)
+        except (ConfigError, ProcedureError) as exc:  # the rest of the board still shows
+            window_problem = f"windows of {view.stream}: {exc}"
     state = answer_windows.completeness(conn, view.stream, start, end)
 
     partitions, history, oldest = _partitions(conn, view, stream, now)
@@ -178,7 +182,8 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
               "history_s": None if history is None else history.total_seconds(),
               "rows": sum(p["rows"] for p in partitions), "measure": measure}
     parts = {
-        "view": {**view.as_json(), "measure": measure},
+        "view": {**view.as_json(), "measure": measure, "measured": measured},
+        "window_problem": window_problem,
         "gauges": gauges,
         "partitions": partitions,
         "dead_letters": answer_store.dead_letters(conn, stream=view.stream,
@@ -198,6 +203,21 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
         "samples": {"lag": [_epoch(now), fresh_s, lag_s]},
         "parts": parts,
     }
+
+
+def _measure_series(conn: psycopg.Connection, view: View, measure: str | None, start: datetime,
+                    end: datetime) -> tuple[list[list[Any]], list[list[Any]]]:
+    """The measure's series: per second (``live``) and the chosen windows (``window``)."""
+    per_second = answer_windows.window_spec("tumbling", timedelta(seconds=1),
+                                            stream=view.stream, measure=measure)
+    live = [[_epoch(w.start), w.avg, _f(w.vmax), w.n] for w in per_second.series(conn, start, end)]
+    spec = answer_windows.window_spec(
+        view.kind, timedelta(seconds=view.size_s),
+        timedelta(seconds=view.advance_s) if view.advance_s else None,
+        stream=view.stream, measure=measure)
+    chosen = [[_epoch(spec.place(w)), w.avg, _f(w.vmax), w.n, 1 if w.final else 0]
+              for w in spec.series(conn, start, end)]
+    return live, chosen
 
 
 def _partitions(conn: psycopg.Connection, view: View, stream: streams.Stream | None,

@@ -2,10 +2,12 @@
 -- this, so a window ending at or before it is final (Kafka's close rule: end <= stream time -
 -- grace). The ingest rejects anything older as `late`; the watermark never goes back
 -- (slidewin.ingest_advance). NULL when no ingest has recorded its grace: rows written by other
--- means (psql, slidewin.insert_event) have no late rule, so nothing is final.
+-- means (psql, slidewin.insert_event) have no late rule, so nothing is final. The built-in
+-- stream's own row only: a declared stream's watermark (its own newest_ts - grace) says nothing
+-- about `events`, and taking the greatest of all would mark windows final too early.
 CREATE OR REPLACE FUNCTION slidewin.complete_up_to()
 RETURNS timestamptz
 LANGUAGE sql STABLE
 AS $$
-    SELECT max(watermark) FROM slidewin.stream_state
+    SELECT watermark FROM slidewin.stream_state WHERE stream = 'events'
 $$;
