@@ -1,4 +1,5 @@
-"""What ``/api/v1/dashboard`` (and so every live update) says of a stream, in-process:
+"""What ``/api/v1/dashboard`` (and so every live update) says of a stream, in-process (and
+``/api/v1/live`` through the real server):
 
 - a declared stream without a measure is shown by its counts (200, no measure series), not
   refused;
@@ -16,11 +17,13 @@ Timeline (T0 = 2026-01-01 12:00:00Z):
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+import httpx
 import psycopg
 import pyarrow as pa
 import pytest
@@ -31,6 +34,7 @@ from slidewin.db.streams import Column
 from slidewin.ingest.batch import GOOD_SCHEMA
 from slidewin.ingest.sink import BatchRows, write_batch
 from tests.conftest import T0
+from tests.serve_fixtures import ServedStore
 
 with warnings.catch_warnings():  # starlette's TestClient asks for httpx's successor; httpx works
     warnings.simplefilter("ignore")
@@ -40,7 +44,7 @@ BAD = pa.schema([(c, pa.string()) for c in ("source", "reason", "detail", "raw")
 
 
 @pytest.fixture(scope="module")
-def client(make_store) -> Iterator[TestClient]:
+def dsn(make_store) -> str:
     dsn = make_store(2)
     with psycopg.connect(dsn, autocommit=True) as conn:
         good = pa.Table.from_pylist(
@@ -61,6 +65,11 @@ def client(make_store) -> Iterator[TestClient]:
                        measures=["temp"], history=timedelta(minutes=2))
         conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, temp) VALUES "
                      "('s1', %s, 20.5)", (T0,))
+    return dsn
+
+
+@pytest.fixture(scope="module")
+def client(dsn) -> Iterator[TestClient]:
     with TestClient(create_app(dsn)) as c:
         yield c
 
@@ -79,6 +88,29 @@ def test_a_stream_without_a_measure_shows_its_counts(client):
     assert parts["gauges"]["rows"] == 3 and parts["partitions"][0]["rows"] == 3
     assert parts["window_problem"] is None
     assert board(client)["parts"]["view"]["measured"] is True  # the built-in stream has val
+
+
+@pytest.mark.parametrize(("query", "said"), [
+    ("?stream=weather&measure=temp", "it has none (add one: slidewin streams alter weather"),
+    ("?stream=sensors&measure=hum", "choose one of: temp"),
+    ("?measure=temp", "the events stream has one measure, val"),
+])
+def test_a_measure_the_stream_lacks_is_refused_not_shown_as_a_window_problem(client, query,
+                                                                               said):
+    response = client.get("/api/v1/dashboard" + query)
+    assert response.status_code == 400 and said in response.json()["error"], response.text
+
+
+def test_a_stream_without_a_measure_is_followed_live(dsn):
+    with ServedStore(dsn) as server, httpx.stream(
+            "GET", server.url + "api/v1/live?stream=weather", timeout=30) as response:
+        assert response.status_code == 200, response.read()
+        for line in response.iter_lines():  # the first event is the snapshot
+            if line.startswith("data: "):
+                snapshot = json.loads(line.removeprefix("data: "))
+                break
+    assert snapshot["set"]["view"]["measured"] is False
+    assert snapshot["set"]["gauges"]["rows"] == 3
 
 
 def _time(text: str) -> datetime:

@@ -350,6 +350,15 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
                                  headers={"Cache-Control": "no-cache",
                                           "X-Accel-Buffering": "no"})
 
+    generated = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        fresh = app.openapi_schema is None
+        doc = generated()
+        return params.refusals_are_400(doc) if fresh else doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.get("/metrics", summary="Prometheus metrics (text format 0.0.4)")
     def prometheus() -> Response:
         try:

@@ -133,9 +133,7 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
     now = now or datetime.now(UTC)
     conn.execute("SET jit = off")  # small range reads; the planner's guesses would JIT them
     stream = streams.get_stream(conn, view.stream) if view.stream != BUILTIN else None
-    measure = view.measure
-    if stream is not None and measure is None and stream.measures:
-        measure = stream.measures[0]
+    measure = _measure_of(view, stream)
     since = now.replace(microsecond=0) - timedelta(seconds=view.range_s)
     first = int(since.timestamp())
     args = {"since": since, "stream": view.stream}
@@ -203,6 +201,21 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
         "samples": {"lag": [_epoch(now), fresh_s, lag_s]},
         "parts": parts,
     }
+
+
+def _measure_of(view: View, stream: streams.Stream | None) -> str | None:
+    """The measure the view shows: the one asked for, else the stream's first (None: the
+    stream has none). A measure the stream does not have is refused here, not taken for a
+    window the store refuses."""
+    if stream is None:
+        answer_windows.declared(BUILTIN, view.measure)  # refuses all but val
+        return view.measure
+    if view.measure is not None and view.measure not in stream.measures:
+        choices = (f"choose one of: {', '.join(stream.measures)}" if stream.measures else
+                   f"it has none (add one: slidewin streams alter {stream.name} --measure COLUMN)")
+        raise ConfigError(f"measure {view.measure!r}: stream {stream.name} has no such measure; "
+                          f"{choices}")
+    return view.measure or (stream.measures[0] if stream.measures else None)
 
 
 def _measure_series(conn: psycopg.Connection, view: View, measure: str | None, start: datetime,

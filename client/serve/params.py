@@ -104,3 +104,17 @@ def count(text: str, name: str) -> int:
         raise ParameterError(f"{name} {shown(text)} is out of range; use a count of at most "
                              f"{INT4_MAX}")
     return value
+
+
+def refusals_are_400(doc: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document ``doc`` saying what the routes answer to a refused parameter: 400
+    with the error object, not FastAPI's 422 (which ``validation_message`` replaces)."""
+    for item in doc.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {})
+            if responses.pop("422", None) is not None:
+                responses["400"] = {"description": "a parameter or question refused: "
+                                                   "{\"error\": ..., \"exit_code\": 2}"}
+    for name in ("HTTPValidationError", "ValidationError"):
+        doc.get("components", {}).get("schemas", {}).pop(name, None)
+    return doc
