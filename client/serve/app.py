@@ -6,8 +6,10 @@ exception: it reads the job list only).
 Each JSON route answers with what the CLI's ``--json`` prints for the same question -- both call
 the same function of ``client.answers`` -- except that integers beyond 2**53 go out as strings
 (``client.serve.jsonout``). Failures are ``{"error": ..., "exit_code": ...}`` as the CLI's
-``--json`` ends, with an HTTP status: 400 for a question the store refuses, 404 for a name it
-does not know, 503 when the store cannot be reached. The DSN is in no response.
+``--json`` ends, with an HTTP status: 400 for a question the store refuses or a parameter no
+question can use (``client.serve.params``: a NUL byte, an overlong value, a number, duration or
+time out of range -- never a 500), 404 for a name it does not know, 503 when the store cannot be
+reached. The DSN is in no response.
 
 FastAPI on uvicorn: the API's parameters, validation and OpenAPI document come from the route
 signatures; uvicorn serves long-lived event streams beside plain requests on one event loop.
