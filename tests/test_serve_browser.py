@@ -295,6 +295,19 @@ def test_a_refused_view_leaves_nothing_of_the_previous_one(browser, served):
         page.close()
 
 
+def test_a_page_opened_on_a_refused_view_still_lists_every_stream(browser, served):
+    page = browser.new_page()
+    try:
+        page.goto(served.url + "?stream=sensors&size=ten")
+        page.wait_for_function("document.querySelectorAll('#stream option').length == 3",
+                               timeout=WAIT_MS)
+        assert page.locator("#stream option").all_inner_texts() == ["events", "plain", "sensors"]
+        assert "is not a duration" in page.locator("#problem").inner_text()
+        assert page.evaluate("window.slidewin.live.snapshots") == 0
+    finally:
+        page.close()
+
+
 def test_a_stream_without_a_measure_shows_its_counts(browser, served):
     page, _elsewhere, errors = open_page(browser, served.url + "?stream=sensors")
     try:
