@@ -237,8 +237,12 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
                       _count(rows, "rows"))
         except Exception as exc:
             return failure(exc, dsn)
-        return answer(answer_windows.count_windows, *parsed, key=key, stream=stream,
-                      measure=measure)
+        response = answer(answer_windows.count_windows, *parsed, key=key, stream=stream,
+                          measure=measure)
+        too_big = params.beyond_int4(dict(zip(("size", "advance", "rows"), parsed, strict=True)))
+        if response.status_code >= 500 and too_big is not None:
+            return failure(too_big, dsn)
+        return response
 
     @app.get(f"{API}/windows/current", summary="windows current --json: Faust's lookups")
     def current_windows(size: str, advance: str | None = None, delta: str | None = None,

@@ -8,8 +8,9 @@ Three layers, each catching what the one before cannot know about:
   duration is that long);
 - ``validation_message`` words FastAPI's own refusals (an integer that is not one, or out of
   its ``Query(ge=, le=)`` range) as the CLI does, naming the range read from the route;
-- ``duration`` and ``count`` wrap ``db.units``' parsers so a value too large
-  for Python's ``timedelta`` or for the procedures' ``integer`` parameters is refused by name.
+- ``duration`` and ``count`` wrap ``db.units``' parsers so a value too large for Python's
+  ``timedelta`` or ``float`` is refused by name, and ``beyond_int4`` names a count too large for
+  the procedures' ``integer`` parameters.
 """
 
 from __future__ import annotations
@@ -95,15 +96,23 @@ def duration(text: str, name: str) -> timedelta:
 
 
 def count(text: str, name: str) -> int:
-    """``db.units.parse_count``, at most ``INT4_MAX`` (what the procedures take)."""
+    """``db.units.parse_count``, with a value too large for a float refused by name."""
     try:
-        value = parse_count(text, name=name)
+        return parse_count(text, name=name)
     except (OverflowError, ValueError):
-        value = INT4_MAX + 1
-    if value > INT4_MAX:
         raise ParameterError(f"{name} {shown(text)} is out of range; use a count of at most "
-                             f"{INT4_MAX}")
-    return value
+                             f"{INT4_MAX}") from None
+
+
+def beyond_int4(counts: dict[str, int | None]) -> ParameterError | None:
+    """The refusal of a count the procedures' ``integer`` parameters cannot take (None: all
+    fit). Asked only once the store has failed on it, so the answers' own limits, where they
+    have them, speak first."""
+    for name, value in counts.items():
+        if value is not None and value > INT4_MAX:
+            return ParameterError(f"{name} {value} is out of range; use a count of at most "
+                                  f"{INT4_MAX}")
+    return None
 
 
 def refusals_are_400(doc: dict[str, Any]) -> dict[str, Any]:

@@ -3,11 +3,11 @@
 -- grace). The ingest rejects anything older as `late`; the watermark never goes back
 -- (slidewin.ingest_advance). NULL when no ingest has recorded its grace: rows written by other
 -- means (psql, slidewin.insert_event) have no late rule, so nothing is final. The built-in
--- stream's own row only: a declared stream's watermark (its own newest_ts - grace) says nothing
--- about `events`, and taking the greatest of all would mark windows final too early.
+-- stream's own watermark (its stream_state row, `events`): a declared stream's is its own
+-- (slidewin.stream_window_state), and one never moves the other's.
 CREATE OR REPLACE FUNCTION slidewin.complete_up_to()
 RETURNS timestamptz
 LANGUAGE sql STABLE
 AS $$
-    SELECT watermark FROM slidewin.stream_state WHERE stream = 'events'
+    SELECT max(watermark) FROM slidewin.stream_state WHERE stream = 'events'
 $$;
