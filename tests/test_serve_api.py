@@ -333,4 +333,3 @@ def test_the_wheel_ships_the_page_and_its_chart_library(tmp_path):
                  "vendor/uplot/uPlot.min.css", "vendor/uplot/LICENSE"):
         assert static + name in names, name
     assert "slidewin/procedures/metrics/counters.sql" in names
-
