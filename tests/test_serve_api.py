@@ -238,7 +238,16 @@ def test_joins_say_where_they_stand(client):
     ("/api/v1/windows/rows?size=0", 400, "--size"),
     ("/api/v1/windows/tumbling?size=10s&from=2026-01-01T12:00:00Z", 400, "go together"),
     ("/api/v1/sessions/nope", 404, "nope"),
-    ("/api/v1/dead-letters?limit=0", 422, None),
+    ("/api/v1/dead-letters?limit=0", 400, "limit '0' is out of range; use a whole number from 1 "
+                                          "to 1000"),
+    ("/api/v1/streams/%00", 400, "name '\\x00' holds a NUL byte"),
+    ("/api/v1/query/avg?stream=a%00b", 400, "stream 'a\\x00b' holds a NUL byte"),
+    ("/api/v1/jobs/runs?before=-99999999999999999999", 400,
+     "before '-99999999999999999999' is out of range; use a whole number from 1 to "
+     "9223372036854775807"),
+    ("/api/v1/dead-letters?before=99999999999999999999", 400, "from 1 to 9223372036854775807"),
+    ("/api/v1/jobs/runs?before=soon", 400, "before 'soon' is not a whole number"),
+    ("/api/v1/windows/key-index?x=" + "y" * 1001, 400, "x is 1001 characters long"),
 ])
 def test_a_refused_question_is_the_cli_s_error_object(client, path, status, said):
     body = api_json(client, path, status)
@@ -255,6 +264,9 @@ def test_the_openapi_document_lists_every_route(client):
     for extra in ("/api/v1/info", "/api/v1/health", "/api/v1/live", "/api/v1/dashboard",
                   "/api/v1/joins", "/metrics"):
         assert extra in paths
+    answers = {path: set(item["get"]["responses"]) for path, item in doc["paths"].items()}
+    assert not [p for p, codes in answers.items() if "422" in codes]  # refusals are 400
+    assert "400" in answers["/api/v1/jobs/runs"] and "400" in answers["/api/v1/streams/{name}"]
 
 
 def _matches(route: str, template: str) -> bool:

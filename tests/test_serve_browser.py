@@ -7,6 +7,9 @@ own sink, without Spark, whose start takes longer than this test):
 - the charts draw (their canvases hold the series' colours) and update as commits land;
 - the dead-letter table pages back and returns to the live page;
 - every stream is selectable, and a declared stream's measure too; the address keeps the view;
+- a stream without a measure shows its counts, without the measure's cards; a view the server
+  refuses leaves nothing of the previous one on screen; one point on a time axis spans a minute,
+  not years;
 - a lost connection recovers: cut under the page, it resumes where it was (Last-Event-ID, no new
   snapshot); with the server restarted, it starts again from a snapshot of the new one.
 
@@ -28,6 +31,8 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
+from slidewin.db import streams
+from slidewin.db.streams import Column
 from tests.serve_fixtures import LiveWriter, ServedStore, screenshot_path, setup_store
 
 CHROMIUM = (os.environ.get("SLIDEWIN_CHROMIUM") or shutil.which("chromium")
@@ -108,6 +113,9 @@ def store(make_store) -> Iterator[tuple[str, LiveWriter]]:
         conn.execute("INSERT INTO slidewin.dead_letters (source, reason, detail, raw) "
                      "SELECT 'old.jsonl', 'malformed', 'not JSON', '{\"uuid\": ' || i "
                      "FROM generate_series(1, 25) i")
+        streams.define(conn, "plain", key="id", time="ts", columns=[Column("id", "text")])
+        conn.execute("INSERT INTO slidewin_streams.plain (id, ts) SELECT 'p' || i, "
+                     "now() - i * interval '1 second' FROM generate_series(1, 3) i")
     with LiveWriter(dsn, every_s=0.2) as writer:
         writer.wait_batches(5)
         yield dsn, writer
@@ -230,9 +238,9 @@ def test_the_dead_letter_table_pages(browser, served):
 def test_every_stream_and_measure_is_selectable(browser, served):
     page, _elsewhere, errors = open_page(browser, served.url)
     try:
-        page.wait_for_function("document.querySelectorAll('#stream option').length == 2",
+        page.wait_for_function("document.querySelectorAll('#stream option').length == 3",
                                timeout=WAIT_MS)
-        assert page.locator("#stream option").all_inner_texts() == ["events", "sensors"]
+        assert page.locator("#stream option").all_inner_texts() == ["events", "plain", "sensors"]
         page.select_option("#stream", "sensors")
         page.wait_for_function("window.slidewin.state.view && "
                                "window.slidewin.state.view.stream == 'sensors' && "
@@ -242,9 +250,11 @@ def test_every_stream_and_measure_is_selectable(browser, served):
         temps = page.evaluate("window.slidewin.charts.live.data[2].filter(v => v !== null)")
         assert temps and all(20 <= t <= 25 for t in temps)  # the writer's temperatures
         page.select_option("#measure", "hum")
-        page.wait_for_function("window.slidewin.state.view.measure == 'hum'", timeout=WAIT_MS)
+        page.wait_for_function("window.slidewin.state.view && "
+                               "window.slidewin.state.view.measure == 'hum'", timeout=WAIT_MS)
         page.select_option("#kind", "hopping")
-        page.wait_for_function("window.slidewin.state.view.kind == 'hopping'", timeout=WAIT_MS)
+        page.wait_for_function("window.slidewin.state.view && "
+                               "window.slidewin.state.view.kind == 'hopping'", timeout=WAIT_MS)
         assert page.locator("#advance-label").is_visible()
         page.wait_for_function(f"({CHART_DATA})('window') > 0", timeout=WAIT_MS)
         assert errors == []
@@ -255,6 +265,87 @@ def test_every_stream_and_measure_is_selectable(browser, served):
             assert errors == []
         finally:
             again.close()
+    finally:
+        page.close()
+
+
+BOARD = """() => ({
+  live: window.slidewin.charts.live.data[0].length,
+  window: window.slidewin.charts.window.data[0].length,
+  gauges: document.querySelector('#gauges').innerText,
+  rows: document.querySelectorAll('#partitions tbody tr').length,
+})"""
+
+
+def test_a_refused_view_leaves_nothing_of_the_previous_one(browser, served):
+    page, _elsewhere, _errors = open_page(browser, served.url + "?stream=sensors")
+    try:
+        page.wait_for_function(f"({CHART_DATA})('live') > 0 && ({CHART_DATA})('window') > 0",
+                               timeout=WAIT_MS)
+        assert page.evaluate(BOARD)["rows"] == 1
+        page.fill("#size", "ten seconds")
+        page.press("#size", "Enter")
+        page.wait_for_function("!document.querySelector('#problem').hidden", timeout=WAIT_MS)
+        assert "is not a duration" in page.locator("#problem").inner_text()
+        board = page.evaluate(BOARD)
+        assert (board["live"], board["window"], board["rows"]) == (0, 0, 0), board
+        assert board["gauges"].count("–") == 5, board  # every figure but "no history" blank
+        assert page.locator("#stream option").all_inner_texts() == ["events", "plain", "sensors"]
+    finally:
+        page.close()
+
+
+def test_a_page_opened_on_a_refused_view_still_lists_every_stream(browser, served):
+    page = browser.new_page()
+    try:
+        page.goto(served.url + "?stream=sensors&size=ten")
+        page.wait_for_function("document.querySelectorAll('#stream option').length == 3",
+                               timeout=WAIT_MS)
+        assert page.locator("#stream option").all_inner_texts() == ["events", "plain", "sensors"]
+        assert "is not a duration" in page.locator("#problem").inner_text()
+        assert page.evaluate("window.slidewin.live.snapshots") == 0
+    finally:
+        page.close()
+
+
+def test_a_stream_without_a_measure_shows_its_counts(browser, served):
+    page, _elsewhere, errors = open_page(browser, served.url + "?stream=sensors")
+    try:
+        page.wait_for_function(f"({CHART_DATA})('live') > 0", timeout=WAIT_MS)
+        assert page.locator("#live-card").is_visible()
+        page.select_option("#stream", "plain")
+        page.wait_for_function("window.slidewin.state.view && "
+                               "window.slidewin.state.view.stream == 'plain'", timeout=WAIT_MS)
+        assert page.locator("#conn").inner_text() == "live"
+        assert not page.locator("#live-card").is_visible()
+        assert not page.locator("#window-card").is_visible()
+        assert not page.locator("#measure-label").is_visible()
+        assert page.locator("#problem").is_hidden()
+        board = page.evaluate(BOARD)
+        assert (board["live"], board["window"], board["rows"]) == (0, 0, 1), board
+        assert "3\nevents held" in board["gauges"], board
+        assert errors == []
+    finally:
+        page.close()
+
+
+ONE_POINT_SPAN = """async () => {
+  const chart = window.slidewin.charts.freshness, t = Math.floor(Date.now() / 1000);
+  const updates = window.slidewin.live.updates;
+  chart.setData([[t], [1.5], [0.2], [null], [null]]);
+  await new Promise((r) => setTimeout(r, 50));
+  return [window.slidewin.live.updates === updates, chart.scales.x.max - chart.scales.x.min];
+}"""
+
+
+def test_one_point_on_a_time_axis_spans_a_minute_not_years(browser, served):
+    page, _elsewhere, _errors = open_page(browser, served.url + "?stream=plain")
+    try:
+        for _ in range(10):  # a live update redrawing the chart meanwhile: ask again
+            undisturbed, span = page.evaluate(ONE_POINT_SPAN)
+            if undisturbed:
+                break
+        assert undisturbed and 10 <= span <= 120, span
     finally:
         page.close()
 

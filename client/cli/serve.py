@@ -9,7 +9,7 @@ import click
 
 from slidewin.client.cli.context import AppContext, pass_app
 from slidewin.client.cli.interrupts import stopped_by
-from slidewin.client.cli.options import DURATION_MS
+from slidewin.client.cli.options import DURATION_MS, DurationType
 from slidewin.db.schema import require_schema
 
 
@@ -27,11 +27,16 @@ from slidewin.db.schema import require_schema
               help="Connect as ROLE (SET ROLE on every connection); refuse to start if the "
                    "user cannot. Default: slidewin_reader when `slidewin db roles` made it and "
                    "the user is a member, else the user itself, with a warning.")
+@click.option("--header-timeout", "header_timeout", type=DurationType(minimum=timedelta(
+                  milliseconds=100)), default="10s", show_default=True,
+              help="A client must send a request's headers within this long of connecting (or "
+                   "of its previous response), else it gets 408 and is disconnected: a client "
+                   "trickling its headers cannot hold a connection open (slowloris).")
 @click.option("--pool", "pool_size", type=click.IntRange(1, 64), default=8, show_default=True,
               help="Database connections for requests (plus one that listens for changes).")
 @pass_app
 def serve_command(app: AppContext, host: str, port: int, update_every: timedelta,
-                  pool_size: int, role: str | None) -> None:
+                  pool_size: int, role: str | None, header_timeout: timedelta) -> None:
     """Serve a live view of the store: a dashboard at /, the JSON API under /api/v1 (its
     OpenAPI document at /api/v1/openapi.json) and Prometheus metrics at /metrics. Read-only:
     every connection is the reader role (see --role) and runs read-only transactions; the
@@ -63,6 +68,6 @@ def serve_command(app: AppContext, host: str, port: int, update_every: timedelta
                      "(Ctrl-C stops)")
 
     stop = serve(dsn, host, port, on_ready=ready, min_interval=update_every.total_seconds(),
-                 pool_size=pool_size)
+                 pool_size=pool_size, header_timeout_s=header_timeout.total_seconds())
     app.progress("slidewin serve stopped")
     stopped_by(stop)

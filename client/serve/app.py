@@ -6,8 +6,10 @@ exception: it reads the job list only).
 Each JSON route answers with what the CLI's ``--json`` prints for the same question -- both call
 the same function of ``client.answers`` -- except that integers beyond 2**53 go out as strings
 (``client.serve.jsonout``). Failures are ``{"error": ..., "exit_code": ...}`` as the CLI's
-``--json`` ends, with an HTTP status: 400 for a question the store refuses, 404 for a name it
-does not know, 503 when the store cannot be reached. The DSN is in no response.
+``--json`` ends, with an HTTP status: 400 for a question the store refuses or a parameter no
+question can use (``client.serve.params``: a NUL byte, an overlong value, a number, duration or
+time out of range -- never a 500), 404 for a name it does not know, 503 when the store cannot be
+reached. The DSN is in no response.
 
 FastAPI on uvicorn: the API's parameters, validation and OpenAPI document come from the route
 signatures; uvicorn serves long-lived event streams beside plain requests on one event loop.
@@ -23,7 +25,8 @@ from importlib import resources
 from typing import Annotated, Any
 
 import psycopg
-from fastapi import FastAPI, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -33,12 +36,11 @@ from slidewin.client.answers import joins as answer_joins
 from slidewin.client.answers import sessions as answer_sessions
 from slidewin.client.answers import store as answer_store
 from slidewin.client.answers import windows as answer_windows
-from slidewin.client.serve import dashboard, metrics
+from slidewin.client.serve import dashboard, metrics, params
 from slidewin.client.serve.jsonout import dumps
 from slidewin.client.serve.live import Hub
 from slidewin.db.config import redact
 from slidewin.db.errors import ConfigError, DatabaseUnavailable, ProcedureError, SchemaMissing
-from slidewin.db.units import parse_count, parse_duration
 
 API = "/api/v1"
 APPLICATION = "slidewin serve"
@@ -84,11 +86,16 @@ def failure(exc: Exception, dsn: str) -> Response:
     for shown in {dsn, redact(dsn)}:
         message = message.replace(shown, "the store")
     message = re.sub(r" at the store\b", "", message)
+    if isinstance(exc, OverflowError):  # a time or duration asked for beyond the calendar
+        message, code = (f"a time or duration asked for is out of range ({exc}); ask for a "
+                         "shorter range, or times within the years 1 to 9999"), 2
     if isinstance(exc, DatabaseUnavailable | SchemaMissing | PoolTimeout) or (
             isinstance(exc, psycopg.OperationalError)):
         status = 503
     elif isinstance(exc, ConfigError | ProcedureError) or code == 2:
         status = 404 if _NOT_FOUND.search(message) else 400
+    elif isinstance(exc, OverflowError | psycopg.DataError):  # a value the question cannot hold
+        status = 400
     else:
         status = 500
     if isinstance(exc, PoolTimeout):
@@ -97,11 +104,11 @@ def failure(exc: Exception, dsn: str) -> Response:
 
 
 def _duration(text: str | None, name: str) -> Any:
-    return None if text is None else parse_duration(text, name=name)
+    return None if text is None else params.duration(text, name)
 
 
 def _count(text: str | None, name: str) -> int | None:
-    return None if text is None else parse_count(text, name=name)
+    return None if text is None else params.count(text, name)
 
 
 def _time(text: str | None, name: str) -> datetime | None:
@@ -140,12 +147,21 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
     app = FastAPI(title="slidewin", summary="A live slidewin store: windows, streams, dead "
                   "letters, jobs and metrics.", version=answer_store.version(),
                   lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=f"{API}/openapi.json")
+                  openapi_url=f"{API}/openapi.json", dependencies=[Depends(params.guard)])
     app.state.store, app.state.hub = store, hub
 
     @app.exception_handler(Exception)
     async def _any(_request: Request, exc: Exception) -> Response:
         return failure(exc, dsn)
+
+    @app.exception_handler(params.ParameterError)
+    async def _refused(_request: Request, exc: params.ParameterError) -> Response:
+        return failure(exc, dsn)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        return json_response({"error": params.validation_message(request, exc),
+                              "exit_code": ConfigError.exit_code}, 400)
 
     def answer(fn: Any, *args: Any, **kwargs: Any) -> Response:
         try:
@@ -192,7 +208,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
 
     @app.get(f"{API}/dead-letters", summary="db dead-letters --json: a page, newest first")
     def dead_letters(stream: str | None = None, reason: str | None = None,
-                     before: int | None = None,
+                     before: Annotated[int | None, Query(ge=1, le=params.INT8_MAX)] = None,
                      limit: Annotated[int, Query(ge=1, le=answer_store.MAX_PAGE)] = 20) -> Response:
         return answer(answer_store.dead_letters, stream=stream, reason=reason, before=before,
                       limit=limit)
@@ -217,12 +233,16 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
                      key: str | None = None, stream: str = "events",
                      measure: str | None = None) -> Response:
         try:
-            parsed = (parse_count(size, name="size"), _count(advance, "advance"),
+            parsed = (params.count(size, "size"), _count(advance, "advance"),
                       _count(rows, "rows"))
         except Exception as exc:
             return failure(exc, dsn)
-        return answer(answer_windows.count_windows, *parsed, key=key, stream=stream,
-                      measure=measure)
+        response = answer(answer_windows.count_windows, *parsed, key=key, stream=stream,
+                          measure=measure)
+        too_big = params.beyond_int4(dict(zip(("size", "advance", "rows"), parsed, strict=True)))
+        if response.status_code >= 500 and too_big is not None:
+            return failure(too_big, dsn)
+        return response
 
     @app.get(f"{API}/windows/current", summary="windows current --json: Faust's lookups")
     def current_windows(size: str, advance: str | None = None, delta: str | None = None,
@@ -230,7 +250,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
                         key: str | None = None, stream: str = "events",
                         measure: str | None = None) -> Response:
         try:
-            args = (parse_duration(size, name="size"), _duration(advance, "advance"),
+            args = (params.duration(size, "size"), _duration(advance, "advance"),
                     _duration(delta, "delta"), all, _relative(relative_to))
         except Exception as exc:
             return failure(exc, dsn)
@@ -248,7 +268,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
                      from_: Annotated[str | None, Query(alias="from")] = None,
                      to: str | None = None, relative_to: str = "now") -> Response:
         try:
-            spec = answer_windows.window_spec(kind, parse_duration(size, name="size"),
+            spec = answer_windows.window_spec(kind, params.duration(size, "size"),
                                               _duration(advance, "advance"), key, stream,
                                               measure)
             opts = {"last": _duration(last, "last"), "from_": _time(from_, "from"),
@@ -297,7 +317,8 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
         return answer(answer_jobs.jobs_status, dsn)
 
     @app.get(f"{API}/jobs/runs", summary="jobs runs --json: a page, newest first")
-    def job_runs(job: str | None = None, before: int | None = None,
+    def job_runs(job: str | None = None,
+                 before: Annotated[int | None, Query(ge=1, le=params.INT8_MAX)] = None,
                  limit: Annotated[int, Query(ge=1, le=answer_jobs.MAX_RUNS)] = 20) -> Response:
         return answer(answer_jobs.job_runs, job, before, limit)
 
@@ -334,6 +355,15 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
         return StreamingResponse(hub.stream(view, sub, first), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache",
                                           "X-Accel-Buffering": "no"})
+
+    generated = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        fresh = app.openapi_schema is None
+        doc = generated()
+        return params.refusals_are_400(doc) if fresh else doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/metrics", summary="Prometheus metrics (text format 0.0.4)")
     def prometheus() -> Response:

@@ -11,6 +11,10 @@ Series (rows of numbers, the x first, in Unix seconds):
 - ``live``: per second of event time, the average, maximum and count of the measure;
 - ``window``: the chosen windows (tumbling, hopping or sliding) over the range: average,
   maximum, count, and 1 when final;
+
+  both empty for a declared stream without a measure (``view.measured`` is false: the board
+  shows its counts only), and when the store refuses the windows (``window_problem`` says why:
+  the stream list, counts and tables still show);
 - ``lag``: sampled by the server at each reading (``client.serve.live``): the newest event's
   age, and how far retention is behind its history.
 """
@@ -29,11 +33,11 @@ from slidewin.client.answers import sessions as answer_sessions
 from slidewin.client.answers import store as answer_store
 from slidewin.client.answers import windows as answer_windows
 from slidewin.client.answers.windows import BUILTIN, TIME_KINDS, iso
+from slidewin.client.serve import params
 from slidewin.db import streams, windows
-from slidewin.db.errors import ConfigError
+from slidewin.db.errors import ConfigError, ProcedureError
 from slidewin.db.retention_settings import read_settings
 from slidewin.db.status import partition_status
-from slidewin.db.units import parse_duration
 
 MIN_RANGE_S, MAX_RANGE_S = 60, 3600
 MAX_WINDOWS = 4000  # windows one chart may draw (the range over the advance)
@@ -80,7 +84,7 @@ class View:
 def _whole_seconds(text: str | None, name: str) -> int:
     if text is None:
         raise ConfigError(f"{name} is needed")
-    value = parse_duration(text, name=name)
+    value = params.duration(text, name)
     seconds = value.total_seconds()
     if seconds < 1 or seconds != int(seconds):
         raise ConfigError(f"{name} {text!r} must be a whole number of seconds, 1s or more")
@@ -129,9 +133,7 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
     now = now or datetime.now(UTC)
     conn.execute("SET jit = off")  # small range reads; the planner's guesses would JIT them
     stream = streams.get_stream(conn, view.stream) if view.stream != BUILTIN else None
-    measure = view.measure
-    if stream is not None and measure is None and stream.measures:
-        measure = stream.measures[0]
+    measure = _measure_of(view, stream)
     since = now.replace(microsecond=0) - timedelta(seconds=view.range_s)
     first = int(since.timestamp())
     args = {"since": since, "stream": view.stream}
@@ -151,15 +153,15 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
               else streams.newest_second(conn, view.stream))
     end = (newest + timedelta(seconds=1)) if newest is not None else now.replace(microsecond=0)
     start = end - timedelta(seconds=view.range_s)
-    per_second = answer_windows.window_spec("tumbling", timedelta(seconds=1),
-                                            stream=view.stream, measure=measure)
-    live = [[_epoch(w.start), w.avg, _f(w.vmax), w.n] for w in per_second.series(conn, start, end)]
-    spec = answer_windows.window_spec(
-        view.kind, timedelta(seconds=view.size_s),
-        timedelta(seconds=view.advance_s) if view.advance_s else None,
-        stream=view.stream, measure=measure)
-    chosen = [[_epoch(spec.place(w)), w.avg, _f(w.vmax), w.n, 1 if w.final else 0]
-              for w in spec.series(conn, start, end)]
+    measured = stream is None or measure is not None  # a declared stream may have no measure
+    live: list[list[Any]] = []
+    chosen: list[list[Any]] = []
+    window_problem = None
+    if measured:
+        try:
+            live, chosen = _measure_series(conn, view, measure, start, end)
+        except (ConfigError, ProcedureError) as exc:  # the rest of the board still shows
+            window_problem = f"windows of {view.stream}: {exc}"
     state = answer_windows.completeness(conn, view.stream, start, end)
 
     partitions, history, oldest = _partitions(conn, view, stream, now)
@@ -178,7 +180,8 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
               "history_s": None if history is None else history.total_seconds(),
               "rows": sum(p["rows"] for p in partitions), "measure": measure}
     parts = {
-        "view": {**view.as_json(), "measure": measure},
+        "view": {**view.as_json(), "measure": measure, "measured": measured},
+        "window_problem": window_problem,
         "gauges": gauges,
         "partitions": partitions,
         "dead_letters": answer_store.dead_letters(conn, stream=view.stream,
@@ -198,6 +201,36 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
         "samples": {"lag": [_epoch(now), fresh_s, lag_s]},
         "parts": parts,
     }
+
+
+def _measure_of(view: View, stream: streams.Stream | None) -> str | None:
+    """The measure the view shows: the one asked for, else the stream's first (None: the
+    stream has none). A measure the stream does not have is refused here, not taken for a
+    window the store refuses."""
+    if stream is None:
+        answer_windows.declared(BUILTIN, view.measure)  # refuses all but val
+        return view.measure
+    if view.measure is not None and view.measure not in stream.measures:
+        choices = (f"choose one of: {', '.join(stream.measures)}" if stream.measures else
+                   f"it has none (add one: slidewin streams alter {stream.name} --measure COLUMN)")
+        raise ConfigError(f"measure {view.measure!r}: stream {stream.name} has no such measure; "
+                          f"{choices}")
+    return view.measure or (stream.measures[0] if stream.measures else None)
+
+
+def _measure_series(conn: psycopg.Connection, view: View, measure: str | None, start: datetime,
+                    end: datetime) -> tuple[list[list[Any]], list[list[Any]]]:
+    """The measure's series: per second (``live``) and the chosen windows (``window``)."""
+    per_second = answer_windows.window_spec("tumbling", timedelta(seconds=1),
+                                            stream=view.stream, measure=measure)
+    live = [[_epoch(w.start), w.avg, _f(w.vmax), w.n] for w in per_second.series(conn, start, end)]
+    spec = answer_windows.window_spec(
+        view.kind, timedelta(seconds=view.size_s),
+        timedelta(seconds=view.advance_s) if view.advance_s else None,
+        stream=view.stream, measure=measure)
+    chosen = [[_epoch(spec.place(w)), w.avg, _f(w.vmax), w.n, 1 if w.final else 0]
+              for w in spec.series(conn, start, end)]
+    return live, chosen
 
 
 def _partitions(conn: psycopg.Connection, view: View, stream: streams.Stream | None,

@@ -1,18 +1,84 @@
 """Running the web app on uvicorn until SIGINT or SIGTERM, on a socket bound before it starts
-(so ``--port 0`` can say which port it got)."""
+(so ``--port 0`` can say which port it got).
+
+uvicorn bounds the headers' size and the idle time between requests, but not how long a client
+may take to send its headers: one that trickles a byte now and then would hold its connection
+open for as long as it likes (slowloris). ``HeaderTimeoutProtocol`` gives every request
+``header_timeout_s`` from the connection's start (or the previous response's end) to finish its
+headers, then answers 408 and closes the connection.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from collections.abc import Callable, Iterator
+from typing import Any
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from slidewin.client.serve.app import create_app
 from slidewin.db.signals import Stop, handling
 
 GRACE_S = 1  # open event streams get this long to end once a stop is asked for
+HEADER_TIMEOUT_S = 10.0  # a request's headers must have arrived this long after it may start
+_SLOW = b"the request's headers came too slowly; the connection is closed\n"
+TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+             b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_SLOW), _SLOW))
+
+
+class HeaderTimeoutProtocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request headers are not complete
+    ``header_timeout_s`` after it opened or after its previous response ended."""
+
+    header_timeout_s = HEADER_TIMEOUT_S
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:  # the headers are in (or the request failed)
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+            self._arm()  # the next request on this connection gets the same time
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self.header_timer = self.loop.call_later(self.header_timeout_s, self._timed_out)
+
+    def _disarm(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _timed_out(self) -> None:
+        self.header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            if self.conn.our_state is h11.IDLE:  # nothing sent on this request yet
+                self.transport.write(TIMED_OUT)
+            self.transport.close()
+
+
+def protocol_with(header_timeout_s: float) -> type[HeaderTimeoutProtocol]:
+    """``HeaderTimeoutProtocol`` with its limit set (uvicorn makes the protocol from a class)."""
+    return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,),
+                {"header_timeout_s": header_timeout_s})
 
 
 class _Server(uvicorn.Server):
@@ -62,12 +128,15 @@ def url_of(sock: socket.socket) -> str:
 
 
 def serve(dsn: str, host: str, port: int, *, on_ready: Callable[[str], None],
-          min_interval: float = 1.0, pool_size: int = 8) -> Stop:
-    """Serve the store at ``dsn`` until a signal; returns the stop flag (which signal)."""
+          min_interval: float = 1.0, pool_size: int = 8,
+          header_timeout_s: float = HEADER_TIMEOUT_S) -> Stop:
+    """Serve the store at ``dsn`` until a signal; returns the stop flag (which signal). A
+    client that has not sent a request's headers within ``header_timeout_s`` is dropped."""
     app = create_app(dsn, pool_size=pool_size, min_interval=min_interval)
     sock = bind(host, port)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=GRACE_S, ws="none")
+                            timeout_graceful_shutdown=GRACE_S, ws="none",
+                            http=protocol_with(header_timeout_s))
     stop = Stop()
     server = _Server(config, stop, app.state.hub.stopping)
     on_ready(url_of(sock))

@@ -30,12 +30,20 @@
   const COLORS = { a: "#2563eb", b: "#dc2626", c: "#16a34a", d: "#9333ea" };
 
   const fromZero = { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] };
+  // one point (or all at one x) gives no span: uPlot then adds a day in milliseconds -- our
+  // x is in seconds, so the axis would run over years; show a minute around the point instead
+  const HALF_SPAN_S = 30;
+  const xRange = (u, min, max) => {
+    const xs = u.data[0] || [];
+    if (xs.length && xs[0] === xs[xs.length - 1]) return [xs[0] - HALF_SPAN_S, xs[0] + HALF_SPAN_S];
+    return [min, max];
+  };
 
   function makeChart(name, series, axes, scales = {}) {
     const el = $("chart-" + name);
     const opts = {
       width: Math.max(el.clientWidth, 300), height: 230,
-      scales: Object.assign({ x: { time: true } }, scales),
+      scales: Object.assign({ x: { time: true, range: xRange } }, scales),
       series: [{}].concat(series),
       axes: [{}].concat(axes),
       legend: { live: true },
@@ -154,8 +162,12 @@
       $("health").className = "badge " + (h.isHealthy ? "ok" : "bad");
       $("health").title = bad.map(([k, d]) => `${k}: ${d.reason || "not healthy"}`).join("\n") || "database, schema and jobs are healthy";
     }
-    $("problem").hidden = !p.problem;
-    $("problem").textContent = p.problem || "";
+    const problem = p.problem || p.window_problem;
+    $("problem").hidden = !problem;
+    $("problem").textContent = problem || "";
+    const measured = !p.view || p.view.measured !== false; // a stream without a measure: counts
+    $("live-card").hidden = !measured;
+    $("window-card").hidden = !measured;
     fillStreams(p.streams || []);
   }
 
@@ -237,6 +249,18 @@
     $("problem").textContent = String(err && err.message ? err.message : err);
   }
 
+  // a new view: nothing of the previous one stays on screen until its first snapshot
+  function clearBoard() {
+    state.seq = 0;
+    state.series = {};
+    state.start = {};
+    state.parts = { streams: state.parts.streams };
+    state.view = null;
+    drawCharts();
+    drawParts();
+    $("updated").textContent = "";
+  }
+
   function applySnapshot(body) {
     state.seq = body.seq;
     state.series = {};
@@ -310,6 +334,10 @@
         fetch("/api/v1/dashboard?" + q).then((r) => r.json()).then((b) => {
           if (b.error) showProblem(b.error);
         }).catch(() => {});
+        // the stream list never waits on a view that works: the user can choose another
+        fetch("/api/v1/streams").then((r) => r.json()).then((b) => {
+          if (b.streams) fillStreams(b.streams);
+        }).catch(() => {});
         retryTimer = setTimeout(connect, 3000);
       } else {
         setStatus("reconnecting…", "warn");
@@ -321,6 +349,7 @@
     $("advance-label").hidden = $("kind").value !== "hopping";
     deadPage.before = null;
     deadPage.stack = [];
+    clearBoard(); // and the measures offered become the chosen stream's
     history.replaceState(null, "", "?" + new URLSearchParams(currentView()));
     connect();
   }
