@@ -16,6 +16,9 @@ from tests.invariants import assert_rollups_exact
 from tests.pgfixture import create_database, drop_database, server_dsn
 from tests.restartable_pg import RestartablePostgres, restartable_postgres
 
+# pytester runs the durations guard's own test; the guard fails an unmarked test over 10 s
+pytest_plugins = ["pytester", "tests.durations_guard"]
+
 # A pinned clock: tests pass it wherever "now" is needed and never sleep for expiry.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -183,6 +183,7 @@ def down_runs(tmp_path_factory) -> dict[str, Ran]:
         return dict(zip(ARGS, pool.map(one, ARGS), strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ARGS))
 def test_a_server_that_is_down_is_one_error_line(down_runs, name):
     ran = down_runs[name]

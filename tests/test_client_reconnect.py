@@ -22,6 +22,9 @@ from slidewin.db.events import Event, insert_events
 from tests.invariants import assert_rollups_exact
 from tests.restartable_pg import RestartablePostgres
 
+# slow: every test stops or restarts a PostgreSQL of its own
+pytestmark = pytest.mark.slow
+
 
 class Capture:
     """The display: lines and reports in the order they came."""
