@@ -197,6 +197,7 @@ def test_a_server_that_is_down_is_one_error_line(down_runs, name):
         assert summary["exit_code"] == ran.code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ingest", "demo", "bench ingest"])
 def test_commands_that_start_spark_fail_before_it_starts(down_runs, name):
     ran = down_runs[name]

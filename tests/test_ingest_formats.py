@@ -182,6 +182,7 @@ def test_an_explicit_epoch_unit_reads_every_number_in_it(spark, store_dsn, iconn
 # ------------------------------------------------------------ 5: file names, extra fields
 
 
+@pytest.mark.slow
 def test_a_file_name_that_is_not_utf8_is_renamed_read_and_reported(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -308,6 +309,7 @@ def test_a_parquet_file_of_ok_schema_is_read_typed(tmp_path):
 # ------------------------------------------------------------ 11: CSV records over lines
 
 
+@pytest.mark.slow
 def test_a_csv_field_holding_line_breaks_is_one_record_never_a_phantom(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -339,6 +341,7 @@ def test_a_csv_field_holding_line_breaks_is_one_record_never_a_phantom(
     assert (totals.rows_in, totals.accepted, totals.rejected) == (6, 5, 1)
 
 
+@pytest.mark.slow
 def test_a_quoted_header_as_pyarrow_and_pandas_write_it_is_a_header(
     spark, store_dsn, iconn, land, tmp_path
 ):

@@ -274,6 +274,7 @@ def test_the_retention_job_nibbles_each_declared_stream_by_its_own_history(dsn):
     assert detail == 6
 
 
+@pytest.mark.slow
 def test_a_skipped_retention_round_says_who_holds_the_lock(dsn):
     """A second jobs process holds the retention lock: the run deletes nothing, prints one
     warning naming the holder's pid once three runs in a row were skipped (not one per run),
