@@ -205,6 +205,7 @@ def test_commands_that_start_spark_fail_before_it_starts(down_runs, name):
     assert "jdk.incubator" not in ran.err, ran.context()  # what a starting JVM prints
 
 
+@pytest.mark.slow
 def test_ingest_json_error_line_carries_its_totals(down_runs):
     summary = json.loads(down_runs["ingest"].out.strip().splitlines()[-1])
     assert summary["batches"] == 0 and summary["rows_in"] == 0, summary
