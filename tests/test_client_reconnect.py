@@ -22,9 +22,6 @@ from slidewin.db.events import Event, insert_events
 from tests.invariants import assert_rollups_exact
 from tests.restartable_pg import RestartablePostgres
 
-# slow: every test stops or restarts a PostgreSQL of its own
-pytestmark = pytest.mark.slow
-
 
 class Capture:
     """The display: lines and reports in the order they came."""
@@ -124,6 +121,7 @@ def test_client_session_survives_a_restart(own_server, dsn, tmp_path, duration):
         assert_rollups_exact(conn)
 
 
+@pytest.mark.slow
 def test_client_session_gives_up_after_the_reconnect_timeout(own_server, dsn, tmp_path):
     config = config_for(tmp_path, reconnect_timeout=1, duration=60)
     display = Capture()
