@@ -16,6 +16,9 @@ from tests.invariants import assert_rollups_exact
 from tests.pgfixture import create_database, drop_database, server_dsn
 from tests.restartable_pg import RestartablePostgres, restartable_postgres
 
+# pytester runs the durations guard's own test; the guard fails an unmarked test over 10 s
+pytest_plugins = ["pytester", "tests.durations_guard"]
+
 # A pinned clock: tests pass it wherever "now" is needed and never sleep for expiry.
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -70,17 +73,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark_jvm() -> Iterator[object]:
+def spark_jvm(make_store: Callable[..., str]) -> Iterator[object]:
     """The test session's one local Spark (local[2], UI off, 2 shuffle partitions), started by
     the first test that asks for ``spark`` and stopped at the end: a JVM start costs seconds,
     and one per module added up. It runs with the ingest's own heap (1 GB), which the largest
-    input of tests/test_ingest_formats.py needs (a 21 MB line read by two jobs at once).
-    Tests that need a fresh JVM (the class-data-sharing archive is written by a JVM as it
-    exits: tests/test_ingest_classcache.py) or a process of their own (the CLI's ingest, a
-    cluster) start their own instead."""
+    input of tests/test_ingest_formats.py needs (a 21 MB line read by two jobs at once). Its
+    setup ends with one ingest into a scratch store (``tests.ingest_fixtures.warm_up``), so the
+    first run's extra seconds are setup, not the first Spark test's run. Tests that need a
+    fresh JVM (the class-data-sharing archive is written by a JVM as it exits:
+    tests/test_ingest_classcache.py) or a process of their own (the CLI's ingest, a cluster)
+    start their own instead."""
     from tests.ingest_fixtures import spark_session
 
-    yield from spark_session()
+    yield from spark_session(warm_up_dsn=make_store(2))
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from slidewin.client.bench import windows as bench
@@ -16,6 +17,7 @@ KEYS = ["tumbling10s_1h_ms_p50", "hopping60s_10s_1h_ms_p50", "sliding30s_1h_ms_p
         "count_rows100k_adv1_ms_p50", "max_rss_mb"]
 
 
+@pytest.mark.slow
 def test_a_small_run_reports_every_figure(pg_admin_dsn):
     result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, "-q", "bench", "windows",
                                       "--events", "20k", "--repeat", "2", "--naive-repeat", "1",

@@ -216,6 +216,7 @@ def _postgres_processes_for(folder: Path) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="process check reads /proc")
 def test_db_start_and_stop_the_embedded_server(tmp_path):
     data = tmp_path / "sw"
@@ -335,6 +336,7 @@ def test_db_reset_empties_the_data_keeps_the_definitions_and_forgets_the_checkpo
     assert len(body["tables"]) == len(DATA_TABLES) and len(body["removed"]) == 4
 
 
+@pytest.mark.slow
 def test_db_reset_refuses_while_something_is_connected(make_store, tmp_path):
     dsn = make_store(3)
     _fill(dsn)

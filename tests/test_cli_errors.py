@@ -183,6 +183,7 @@ def down_runs(tmp_path_factory) -> dict[str, Ran]:
         return dict(zip(ARGS, pool.map(one, ARGS), strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ARGS))
 def test_a_server_that_is_down_is_one_error_line(down_runs, name):
     ran = down_runs[name]
@@ -196,6 +197,7 @@ def test_a_server_that_is_down_is_one_error_line(down_runs, name):
         assert summary["exit_code"] == ran.code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ingest", "demo", "bench ingest"])
 def test_commands_that_start_spark_fail_before_it_starts(down_runs, name):
     ran = down_runs[name]
@@ -203,6 +205,7 @@ def test_commands_that_start_spark_fail_before_it_starts(down_runs, name):
     assert "jdk.incubator" not in ran.err, ran.context()  # what a starting JVM prints
 
 
+@pytest.mark.slow
 def test_ingest_json_error_line_carries_its_totals(down_runs):
     summary = json.loads(down_runs["ingest"].out.strip().splitlines()[-1])
     assert summary["batches"] == 0 and summary["rows_in"] == 0, summary

@@ -221,6 +221,7 @@ def _client_argv(landing: Path, duration: str, *extra: str, root: tuple[str, ...
         *extra)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("root", "extra"), [((), ()), (("-q",), ()), ((), ("--view", "live"))],
                          ids=["plain", "quiet", "live"])
 def test_client_json_prints_only_the_json_object(client_store, root, extra):
@@ -249,6 +250,7 @@ BENCHES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", BENCHES, ids=lambda a: " ".join(a[:2]))
 def test_benchmarks_json_prints_only_the_json_object(pg_admin_dsn, args):
     result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, *args, "--json"])
@@ -312,6 +314,7 @@ def _assert_interrupted(code: int, out: str, err: str, sig: int, expected: int) 
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
                          ids=["SIGINT", "SIGTERM"])
 def test_client_stopped_by_a_signal_exits_128_plus_the_signal(client_store, sig, expected):
@@ -416,6 +419,7 @@ def _default_history(dsn: str) -> float | None:
     return None if row is None else float(row[0])
 
 
+@pytest.mark.slow
 def test_client_with_deleter_jobs_keeps_the_stored_policy_unless_told(client_store):
     """`slidewin jobs add retention --history 2h`, then `slidewin client --deleter jobs`: the
     scheduler goes on keeping two hours (the client once wrote its own default, 30 s, over it,

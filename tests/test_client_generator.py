@@ -167,6 +167,7 @@ def test_each_key_has_bursts_and_pauses_so_sessions_form(tmp_path):
     assert len(long_) >= 20 and long_.min() >= 8.0  # a pause: 10 s at least, less a burst edge
 
 
+@pytest.mark.slow
 def test_keyed_traffic_keeps_the_rate_and_is_reproducible(tmp_path):
     gen, rows = _keyed_run(tmp_path / "a")
     assert len(rows) == 120 * 200

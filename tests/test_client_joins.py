@@ -364,6 +364,7 @@ def test_follow_prints_what_another_connection_writes_until_sigterm(store, small
     assert lines.seen == seen  # each once
 
 
+@pytest.mark.slow
 def test_follow_emit_final_prints_only_final_results_and_exits_130_on_ctrl_c(
         store, small_store_dsn):
     declare(store)

@@ -238,6 +238,7 @@ def test_match_refusals_are_one_line_exit_2_before_anything_is_written(orders_ds
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_client_writes_orders_and_their_shipments(orders_dsn, tmp_path):
     done = run_client(orders_dsn, "--stream", "orders", "--match", "shipments.order_id",
                       "--match-rate", "0.5", "--delay", "0.5s", "--duration", "3", "--warmup",

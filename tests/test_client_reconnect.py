@@ -121,6 +121,7 @@ def test_client_session_survives_a_restart(own_server, dsn, tmp_path, duration):
         assert_rollups_exact(conn)
 
 
+@pytest.mark.slow
 def test_client_session_gives_up_after_the_reconnect_timeout(own_server, dsn, tmp_path):
     config = config_for(tmp_path, reconnect_timeout=1, duration=60)
     display = Capture()

@@ -31,7 +31,9 @@ import pytest
 from slidewin.db import embedded
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets")
+# slow: each test starts and kills embedded PostgreSQL servers
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets"),
+              pytest.mark.slow]
 
 SLIDEWIN = str(Path(sys.executable).with_name("slidewin"))
 

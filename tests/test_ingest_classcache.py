@@ -85,6 +85,7 @@ print(state, "SharedArchiveFile" in opts, "ArchiveClassesAtExit" in opts)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.skipif(not HAS_JAVA, reason="needs java")
 def test_a_stopped_session_leaves_an_archive_the_next_session_uses(tmp_path):

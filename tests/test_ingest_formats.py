@@ -87,6 +87,7 @@ def results(spark, dsn, tmp_path, **kw):
 # ------------------------------------------------------------ 5: the first batch's rules
 
 
+@pytest.mark.slow
 def test_a_streams_first_batch_expires_old_events_as_the_next_batch_would(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -118,6 +119,7 @@ def test_a_streams_first_batch_expires_old_events_as_the_next_batch_would(
     assert iconn.execute("SELECT count(*) FROM slidewin.rollups").fetchone()[0] == 2
 
 
+@pytest.mark.slow
 def test_a_first_batch_read_file_by_file_expires_too(spark, store_dsn, iconn, land, tmp_path):
     """A Parquet file of another schema makes the batch go file by file (``ingest.foreign``):
     the first batch's newest valid event is found that way too."""
@@ -156,6 +158,7 @@ def test_epoch_numbers_are_read_by_magnitude(spark, store_dsn, iconn, land, tmp_
     assert dead(iconn, "raw") == []
 
 
+@pytest.mark.slow
 def test_an_explicit_epoch_unit_reads_every_number_in_it(spark, store_dsn, iconn, land, tmp_path):
     """``--epoch-unit ms``: a small number is milliseconds after all (1970-01-21, as asked);
     ``--epoch-unit s`` would put a millisecond time past year 9999: ``bad_ts``, never wrapped."""
@@ -179,6 +182,7 @@ def test_an_explicit_epoch_unit_reads_every_number_in_it(spark, store_dsn, iconn
 # ------------------------------------------------------------ 5: file names, extra fields
 
 
+@pytest.mark.slow
 def test_a_file_name_that_is_not_utf8_is_renamed_read_and_reported(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -196,6 +200,7 @@ def test_a_file_name_that_is_not_utf8_is_renamed_read_and_reported(
     assert sorted(os.listdir(os.fsencode(land))) == [b"caf%E9.jsonl", b"good.jsonl"]
 
 
+@pytest.mark.slow
 def test_records_with_extra_fields_are_counted_in_the_batch_line(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -230,6 +235,7 @@ def _table(uuids: list[str], vals: pa.Array, ts: pa.Array) -> pa.Table:
     return pa.table({"uuid": uuids, "val": vals, "ts": ts})
 
 
+@pytest.mark.slow
 def test_parquet_of_every_timestamp_unit_and_integer_width(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -303,6 +309,7 @@ def test_a_parquet_file_of_ok_schema_is_read_typed(tmp_path):
 # ------------------------------------------------------------ 11: CSV records over lines
 
 
+@pytest.mark.slow
 def test_a_csv_field_holding_line_breaks_is_one_record_never_a_phantom(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -334,6 +341,7 @@ def test_a_csv_field_holding_line_breaks_is_one_record_never_a_phantom(
     assert (totals.rows_in, totals.accepted, totals.rejected) == (6, 5, 1)
 
 
+@pytest.mark.slow
 def test_a_quoted_header_as_pyarrow_and_pandas_write_it_is_a_header(
     spark, store_dsn, iconn, land, tmp_path
 ):
@@ -362,6 +370,7 @@ def test_csv_records_are_split_by_rfc_4180():
 # ------------------------------------------------------------ 11: uuids and long fields
 
 
+@pytest.mark.slow
 def test_a_json_uuid_is_a_string_or_an_integer(spark, store_dsn, iconn, land, tmp_path):
     """One rule for text and for Parquet read as JSON: a string, or an integer (its digits,
     as a CSV key); an object, array, boolean or fractional number is ``bad_uuid``."""
@@ -390,6 +399,7 @@ def test_a_json_uuid_is_a_string_or_an_integer(spark, store_dsn, iconn, land, tm
     assert len(dead(iconn, "id")) == 6
 
 
+@pytest.mark.slow
 def test_a_20_mb_key_is_refused_by_the_rule_that_names_it(
     spark, store_dsn, iconn, land, tmp_path
 ):

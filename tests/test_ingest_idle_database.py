@@ -15,6 +15,9 @@ from slidewin.db.reconnect import Heartbeat, Reconnector, ReconnectPolicy
 from slidewin.ingest.runner import _wait
 from tests.restartable_pg import RestartablePostgres
 
+# slow: every test stops or restarts a PostgreSQL of its own
+pytestmark = pytest.mark.slow
+
 
 class FakeTime:
     """A monotonic clock that moves only when told to, or when the waiter sleeps."""

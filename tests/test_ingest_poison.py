@@ -182,6 +182,7 @@ def stored_uuids(conn) -> set[str]:
     return {u for (u,) in conn.execute("SELECT uuid FROM slidewin.events")}
 
 
+@pytest.mark.slow
 def test_no_input_stops_the_stream_and_every_record_is_accounted_for(
     spark, store_dsn, conn, tmp_path
 ):
@@ -249,6 +250,7 @@ def events_file(land: Path, name: str, events: list[tuple[str, int]], mtime: flo
     write_bytes(land, name, [line(u.encode(), str(v).encode()) for u, v in events], mtime)
 
 
+@pytest.mark.slow
 def test_a_row_postgresql_refuses_is_narrowed_to_and_the_rest_commits(
     spark, make_store, tmp_path
 ):
@@ -281,6 +283,7 @@ def test_a_row_postgresql_refuses_is_narrowed_to_and_the_rest_commits(
         assert_rollups_exact(conn)
 
 
+@pytest.mark.slow
 def test_a_failure_that_is_not_the_rows_fault_dead_letters_nothing(spark, make_store, tmp_path):
     """A missing partition is no fault of the events: the batch fails whole (nothing stored,
     nothing dead-lettered) and is written once the cause is mended."""
@@ -303,6 +306,7 @@ def test_a_failure_that_is_not_the_rows_fault_dead_letters_nothing(spark, make_s
         assert conn.execute(counts).fetchone() == (0, 1)
 
 
+@pytest.mark.slow
 def test_a_name_used_before_is_read_again_and_a_restart_is_quiet(make_store, tmp_path):
     """``slidewin ingest --once`` twice, as a user runs it: the second run reads a file sent
     again under a name the first run archived (renamed, reported), and prints no warnings
@@ -329,6 +333,7 @@ def test_a_name_used_before_is_read_again_and_a_restart_is_quiet(make_store, tmp
         ).fetchone() == (4, 3, 1)
 
 
+@pytest.mark.slow
 def test_a_rewritten_file_and_an_old_file_are_read(spark, store_dsn, conn, tmp_path):
     """Spark skips a path it has read (whatever is there now) and files far older than the
     newest it has seen; the landing sweep hands both back."""

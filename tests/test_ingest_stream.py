@@ -118,6 +118,7 @@ def three_batches_and_a_replay(spark, dsn: str, iconn, tmp_path: Path, after_fir
     return truth
 
 
+@pytest.mark.slow
 def test_duplicates_within_across_files_and_replays(spark, store_dsn, iconn, tmp_path):
     truth = three_batches_and_a_replay(spark, store_dsn, iconn, tmp_path)
     # a new checkpoint on the same store reads every file again: all duplicates, nothing new
@@ -130,6 +131,7 @@ def test_duplicates_within_across_files_and_replays(spark, store_dsn, iconn, tmp
     assert sums == (6, 16, 3, 13)
 
 
+@pytest.mark.slow
 def test_late_and_expired_go_to_dead_letters(spark, store_dsn, iconn, tmp_path):
     land = tmp_path / "landing"
     land.mkdir()
@@ -188,6 +190,7 @@ BAD_CSV = {
 }
 
 
+@pytest.mark.slow
 def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
     land = tmp_path / "landing"
     land.mkdir()
@@ -220,6 +223,7 @@ def test_bad_lines_keep_raw_text_and_reason(spark, store_dsn, iconn, tmp_path):
     assert stored_rollups(iconn) == truth_rollups(rows, 8)
 
 
+@pytest.mark.slow
 def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
     land = tmp_path / "landing"
     land.mkdir()
@@ -261,6 +265,7 @@ def test_parquet_rows_and_bad_parquet_rows(spark, store_dsn, iconn, tmp_path):
     assert markers(iconn) == [(0, 9, 2, 1, 6)]
 
 
+@pytest.mark.slow
 def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, iconn, tmp_path):
     land = tmp_path / "landing"
     land.mkdir()
@@ -273,6 +278,7 @@ def test_processed_files_are_archived_and_temp_files_ignored(spark, store_dsn, i
     assert (tmp_path / "archive" / str(done).lstrip("/")).is_file()
 
 
+@pytest.mark.slow
 def test_two_landing_folders_in_one_data_dir_each_run_their_own_query(
     spark, store_dsn, iconn, tmp_path
 ):
@@ -298,6 +304,7 @@ def test_two_landing_folders_in_one_data_dir_each_run_their_own_query(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("archive_for", "history", "kept"),
     [
@@ -345,6 +352,7 @@ def test_pruning_is_bounded_and_stays_in_its_folder(tmp_path):
     assert prune(tmp_path / "never-archived", timedelta(0), NOW) == 0
 
 
+@pytest.mark.slow
 def test_arrow_dedup_equals_the_spark_plan(spark):
     """batch.split (Arrow, what the sink uses) == parse.good_rows (a Spark groupBy)."""
     from slidewin.ingest import batch, parse
@@ -463,6 +471,7 @@ def test_spark_partials_are_the_aggregates_of_each_pulled_partition(
     assert len({k[0] for k in got}) == 3 and sum(n for n, *_ in got.values()) == 15
 
 
+@pytest.mark.slow
 def test_the_generated_code_does_not_change_with_the_batch_limits(spark, tmp_path):
     """Each batch classifies against new limits (clock, stream time), yet its plan compiles to
     the same Java code, which Spark then takes from its cache instead of compiling again."""
@@ -564,6 +573,7 @@ def test_rollups_by_the_database_leave_spark_out_of_them(spark, store_dsn, iconn
     assert_rollups_exact(iconn)
 
 
+@pytest.mark.slow
 def test_split_text_files_are_written_in_file_and_line_order(spark, store_dsn, iconn, tmp_path):
     """Files split into several partitions: every line is read once, and a key repeated in a
     later file loses to its first occurrence (the last lines of the first file, which Spark
@@ -584,6 +594,7 @@ def test_split_text_files_are_written_in_file_and_line_order(spark, store_dsn, i
     assert markers(iconn) == [(0, 82, 81, 1, 0)]
 
 
+@pytest.mark.slow
 def test_one_watermark_per_stream_whatever_the_ingest_or_its_grace(
     spark, store_dsn, iconn, tmp_path
 ):

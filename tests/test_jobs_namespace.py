@@ -58,6 +58,7 @@ print(len(raw.get_all_jobs()))
 """
 
 
+@pytest.mark.slow
 def test_without_the_rename_apscheduler_drops_the_old_jobs(
         old_jobs: str, tmp_path: Path) -> None:
     assert set(funcs(old_jobs).values()) == {
@@ -93,6 +94,7 @@ def test_db_init_renames_them_and_keeps_everything_else(old_jobs: str) -> None:
     assert shown["hourly"]["kwargs"]["history_s"] == 120.0
 
 
+@pytest.mark.slow
 def test_the_renamed_jobs_run(old_jobs: str) -> None:
     """Straight to ``jobs run`` without ``db init``: the scheduler renames before it loads."""
     now = datetime.now(UTC)

@@ -21,6 +21,9 @@ from tests.restartable_pg import RestartablePostgres
 from tests.test_jobs_scheduler import HOUR, PARTS, count, put, slidewin, stamped
 from tests.waiting import wait_until
 
+# slow: every test stops or restarts a PostgreSQL of its own
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def dsn(own_server: RestartablePostgres) -> str:

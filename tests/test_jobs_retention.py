@@ -93,6 +93,7 @@ def test_even_split_is_voltdbs_per_partition_share(jconn):
     assert rows_by_part(jconn) == {0: 26}
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

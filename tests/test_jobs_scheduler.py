@@ -76,6 +76,7 @@ def run_for(dsn: str, seconds: float) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 def test_jobs_survive_a_scheduler_restart(dsn):
     store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30), chunk=50))
     put(dsn, pinned(-HOUR, 400, "old") + pinned(HOUR, 100, "new"))
@@ -92,6 +93,7 @@ def test_jobs_survive_a_scheduler_restart(dsn):
         assert_rollups_exact(conn)
 
 
+@pytest.mark.slow
 def test_paused_jobs_do_not_run_until_resumed(dsn):
     store.add_retention(dsn, RetentionPolicy(history=timedelta(seconds=30)))
     assert store.pause_job(dsn, "default").paused
@@ -160,6 +162,7 @@ def slidewin(dsn: str, *args: str) -> list[str]:
     return [sys.executable, "-c", entry, "--dsn", dsn, *args]
 
 
+@pytest.mark.slow
 def test_two_schedulers_never_double_delete_or_overshoot(dsn):
     # a short yield, not none: job_runs keeps each job's newest 1000 records, and a busy loop of
     # empty runs would prune the ones that did the deleting before the test reads them
@@ -226,6 +229,7 @@ def test_scheduler_stop_flag_is_honoured_promptly(dsn):
     assert count(dsn) == 5000 - 3 * PARTS  # and left for later
 
 
+@pytest.mark.slow
 def test_the_retention_job_expires_session_windows_by_their_own_retention(dsn):
     """Sessions end more than their retention (30 s) before their stream time: the retention
     job deletes them in chunks (chunk 2: several calls) though the raw rows stay (history 2 h)."""
@@ -245,6 +249,7 @@ def test_the_retention_job_expires_session_windows_by_their_own_retention(dsn):
     assert detail == 5
 
 
+@pytest.mark.slow
 def test_the_retention_job_nibbles_each_declared_stream_by_its_own_history(dsn):
     """A declared stream with a 30 s history loses its older events in chunks of the policy's
     size (chunk 2: several calls), a stream kept forever loses nothing, and the run says so."""
@@ -269,6 +274,7 @@ def test_the_retention_job_nibbles_each_declared_stream_by_its_own_history(dsn):
     assert detail == 6
 
 
+@pytest.mark.slow
 def test_a_skipped_retention_round_says_who_holds_the_lock(dsn):
     """A second jobs process holds the retention lock: the run deletes nothing, prints one
     warning naming the holder's pid once three runs in a row were skipped (not one per run),

@@ -234,6 +234,7 @@ def test_two_writers_at_once_pair_each_record_exactly_once(store_dsn: str,
     assert joins.status(conn, "j").pairs == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("join_type", ["inner", "left", "right", "full"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_results_equal_the_one_query_exact_join_on_random_data(

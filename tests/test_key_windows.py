@@ -124,6 +124,7 @@ events = st.lists(st.tuples(st.sampled_from("abc"), st.integers(-50, 50),
                             st.integers(0, 400).map(lambda q: q / 4)), max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=events, size_s=st.sampled_from([5, 10, 30]), adv_div=st.sampled_from([1, 5]),

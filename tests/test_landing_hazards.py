@@ -119,6 +119,7 @@ def cli(dsn: str, tmp: Path, *args: str) -> list[str]:
             "--landing", str(tmp / "landing"), "--master", "local[1]", "--grace", "1h", *args]
 
 
+@pytest.mark.slow
 def test_the_corpus_dropped_with_good_files(make_store, tmp_path):
     """``slidewin ingest --once`` over the whole corpus: every good event stored once, every
     hazard moved aside with a line saying why, exit 0, nothing left in the landing dir."""
@@ -146,6 +147,7 @@ def test_the_corpus_dropped_with_good_files(make_store, tmp_path):
     assert list(land.iterdir()) == []  # the good files are archived, the bad ones aside
 
 
+@pytest.mark.slow
 def test_odd_names_are_read_as_themselves(spark, store_dsn, iconn, tmp_path):
     """A colon failed every read (Hadoop's checksum layer cannot name ``.a:b.jsonl.crc``) and a
     glob character made Spark read the batch's other files again, once per such name."""
@@ -294,6 +296,7 @@ def test_a_batch_s_files_appended_to_since_it_read_them_are_handed_back_as_it_co
     assert names[0].startswith("grown.resent-") and names[1] == "same.jsonl"
 
 
+@pytest.mark.slow
 def test_files_a_killed_run_left_are_archived_at_the_next_start(spark, store_dsn, iconn, tmp_path):
     """Spark archives a batch's files when it plans the next batch, and ``ingest.tidy`` the last
     batch's at a clean stop; a SIGKILL in between leaves stored files in the landing dir for

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,6 +42,7 @@ def outcome(done: subprocess.CompletedProcess[str]) -> dict[str, int]:
     return {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", last)}
 
 
+@pytest.mark.slow
 def test_spark_tests_skip_with_the_reason_when_java_is_missing(tmp_path: Path) -> None:
     env = bare_env(tmp_path)
     env["JAVA_HOME"] = str(tmp_path / "no-jdk")

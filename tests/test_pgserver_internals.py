@@ -17,7 +17,9 @@ from slidewin.db import embedded, pgserver_internals
 from slidewin.db.errors import DatabaseUnavailable
 from tests.test_embedded_server import _stop_everything, alive, gone_within, postmaster_pid
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="signals and Unix sockets")
+# slow: each test starts an embedded PostgreSQL server of its own
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="signals and Unix sockets"),
+              pytest.mark.slow]
 
 
 @pytest.fixture

@@ -30,7 +30,9 @@ from slidewin.db import embedded
 from tests.test_embedded_server import _stop_everything, alive, gone_within
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets")
+# slow: real processes holding and stopping the embedded server
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and Unix sockets"),
+              pytest.mark.slow]
 
 # Start ``slidewin jobs run`` as the demo starts its children, print the child's pid, wait to be
 # killed. argv: DSN (or "embedded"), data dir, log file.

@@ -202,6 +202,7 @@ def own_server() -> Iterator[RestartablePostgres]:
         yield pg
 
 
+@pytest.mark.slow
 def test_predicate_on_real_errors(own_server: RestartablePostgres):
     dsn = own_server.admin_dsn
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -233,6 +234,7 @@ def test_predicate_on_real_errors(own_server: RestartablePostgres):
     assert not is_connection_lost(ValueError("connection refused"))
 
 
+@pytest.mark.slow
 def test_terminated_backend_is_lost(own_server: RestartablePostgres):
     dsn = own_server.admin_dsn
     with psycopg.connect(dsn, autocommit=True) as victim, \
@@ -244,6 +246,7 @@ def test_terminated_backend_is_lost(own_server: RestartablePostgres):
     assert is_connection_lost(caught.value)
 
 
+@pytest.mark.slow
 def test_waits_through_a_real_restart(own_server: RestartablePostgres):
     lines: list[str] = []
     policy = ReconnectPolicy(timeout=timedelta(seconds=60))

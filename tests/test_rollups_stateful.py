@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -40,6 +41,9 @@ from tests.invariants import rollup_drift
 from tests.store_fixtures import PARTS, Row, oldest_first, put, rows_of
 
 small_store_dsn = store_fixtures.small_store_dsn
+
+# slow: its one test is a stateful property search that runs for about 10 s
+pytestmark = pytest.mark.slow
 
 KEYS = [f"k{i:04d}" for i in range(10)]  # same-length keys: Python and SQL order them alike
 assert {partition_of(k, PARTS) for k in KEYS} == set(range(PARTS))

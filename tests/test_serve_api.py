@@ -296,6 +296,7 @@ def test_info_names_the_streams_and_versions(client):
     assert body["schema_version"] == body["schema_expected"]
 
 
+@pytest.mark.slow
 def test_no_response_holds_the_dsn(client, dsn):
     down = "host=127.0.0.1 port=1 dbname=nowhere user=someone password=" + PASSWORD
     seen = [client.get(p).text for p, _ in SAME]
@@ -312,6 +313,7 @@ def test_no_response_holds_the_dsn(client, dsn):
             assert secret not in text
 
 
+@pytest.mark.slow
 def test_a_store_that_does_not_answer_is_503_and_metrics_say_it_is_down():
     down = "host=127.0.0.1 port=1 dbname=nowhere user=someone connect_timeout=2"
     with TestClient(create_app(down, wait_s=1)) as c:
@@ -322,6 +324,7 @@ def test_a_store_that_does_not_answer_is_503_and_metrics_say_it_is_down():
         assert api_json(c, "/api/v1/health", 503)["details"]["database"]["isHealthy"] is False
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_the_page_and_its_chart_library(tmp_path):
     import zipfile
 

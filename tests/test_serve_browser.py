@@ -41,6 +41,7 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
     reason="no Chromium on this machine: install Debian's chromium package (.ci/run does when it "
            "can) or point SLIDEWIN_CHROMIUM at one")
+pytestmark = [pytestmark, pytest.mark.slow]
 WAIT_MS = 30_000
 
 

@@ -29,6 +29,9 @@ from tests.serve_fixtures import LiveWriter, ServedStore, setup_store
 Event = tuple[str, str, dict[str, Any]]  # (id, kind, body)
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def live_store(make_store) -> Iterator[tuple[str, LiveWriter]]:
     dsn = make_store(4)

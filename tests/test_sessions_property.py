@@ -19,6 +19,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,9 @@ from tests.conftest import clean_connection
 from tests.store_fixtures import at
 
 small_store_dsn = store_fixtures.small_store_dsn
+
+# slow: its one test is a property search that runs for about 10 s
+pytestmark = pytest.mark.slow
 
 KEYS = ("a", "b", "c")
 GAP_S = 10

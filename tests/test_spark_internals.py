@@ -59,6 +59,7 @@ def no_pull(monkeypatch):
     monkeypatch.setattr(spark_internals, "ARROW_BATCH_RDD", "toArrowBatchRddRenamed")
 
 
+@pytest.mark.slow
 def test_without_the_pull_the_ingest_stores_everything_exactly_once(
     spark, store_dsn, iconn, tmp_path, pulls, no_pull
 ):
@@ -72,6 +73,7 @@ def test_without_the_pull_the_ingest_stores_everything_exactly_once(
     three_batches_and_a_replay(spark, store_dsn, iconn, tmp_path, after_first=tried_once)
 
 
+@pytest.mark.slow
 def test_without_the_pull_parquet_files_are_read_file_by_file(
     spark, store_dsn, iconn, tmp_path, pulls, no_pull
 ):
@@ -111,6 +113,7 @@ def test_a_changed_run_job_is_pull_unavailable(spark, tmp_path, monkeypatch):
         list(pull.arrow_partitions(df))
 
 
+@pytest.mark.slow
 def test_without_the_plain_checkpoint_manager_spark_keeps_its_default(
     spark, store_dsn, iconn, tmp_path, monkeypatch
 ):

@@ -294,6 +294,8 @@ def test_every_function_has_a_sample_call(sconn: psycopg.Connection) -> None:
     assert _schema_functions(sconn) - TRIGGERS == set(CALLS)
 
 
+# slow: 130 cases of 12 calls, each on a freshly built busy store (20-35 s in all)
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_twelve_calls_on_one_connection(busy: psycopg.Connection, name: str) -> None:
     text, params, changing = CALLS[name]

@@ -145,6 +145,7 @@ def assert_rollups_brute_force(conn, stream: streams.Stream) -> None:
             assert got[sec][k] == v, (sec, k, got[sec][k], v)
 
 
+@pytest.mark.slow
 def test_jsonl_csv_parquet_typed_dead_letters_and_replay(spark, store_dsn, sconn, tmp_path):
     stream = sensors(sconn)
     land = folder(tmp_path, "sensors")
@@ -382,6 +383,7 @@ def test_records_postgresql_cannot_store_are_dead_letters_and_the_batch_commits(
     assert [r[0] for r in rows_of(sconn, "s", order="k")] == ["good"]
 
 
+@pytest.mark.slow
 def test_the_poison_lines_do_not_stop_a_declared_stream(spark, store_dsn, sconn, tmp_path):
     """``slidewin ingest --once`` over the three lines of issue 34 (in a file that starts with
     a byte-order mark) and a CSV file whose header names a column twice: every record is a

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
@@ -112,6 +113,7 @@ def _spec(draw_size: int, adv_frac: float, span_s: int) -> tuple[int, int]:
     return draw_size, min(adv, draw_size)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batches=st.lists(events, min_size=1, max_size=2), drop_every=st.integers(2, 6),
@@ -214,6 +216,7 @@ def stream_rows(conn: psycopg.Connection) -> list[tuple[str, Decimal | None, dat
         "SELECT k, v::text, ts FROM slidewin_streams.readings").fetchall()]
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batch=stream_events, drop_every=st.integers(2, 6), size=sizes, adv_frac=st.floats(0, 1),

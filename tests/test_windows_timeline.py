@@ -148,6 +148,7 @@ def test_bad_parameters_name_the_parameter_and_the_fix(timeline, call, message):
     assert "(" in str(e.value)  # the hint: what to do instead
 
 
+@pytest.mark.slow
 def test_buckets_align_to_the_epoch_before_it_too(sconn):
     """The ingest accepts times from 0001-01-01; their buckets must hold them and be aligned
     (some PostgreSQL releases' date_bin() is one stride early there, e.g. 16.2)."""
