@@ -16,6 +16,8 @@ import pytest
 
 from tests.serve_fixtures import ServedStore
 
+pytestmark = pytest.mark.slow  # each test starts `slidewin serve` in a process of its own
+
 LIMIT_S = 1.0
 
 
