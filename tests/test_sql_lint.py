@@ -69,10 +69,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("check_window_spec", CAST.format("numeric", "double precision")): EPOCH,
     ("rollup_pieces", CAST.format("numeric", "double precision")): EPOCH,
     ("stream_window_state", CAST.format("numeric", "double precision")): EPOCH,
-    ("stream_define", CAST.format("text", "jsonb")):
-        "DECLARE v_cols jsonb := '[]': an untyped literal cast on assignment (fix: '[]'::jsonb)",
-    ("stream_define", CAST.format("text", "text[]")):
-        "DECLARE v_defs text[] := '{}': an untyped literal cast on assignment (fix: ::text[])",
     # dynamic SQL: result columns, statements, volatility
     **{(fn, OUT): DYNAMIC_OUT for fn in (
         "join_exact", "join_show", "join_since", "stream_buckets", "stream_count_windows",

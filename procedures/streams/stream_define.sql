@@ -20,11 +20,11 @@ RETURNS slidewin.streams
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_cols   jsonb := '[]';
+    v_cols   jsonb := '[]'::jsonb;
     v_c      jsonb;
     v_n      text;
     v_t      text;
-    v_defs   text[] := '{}';
+    v_defs   text[] := '{}'::text[];
     v_rdefs  text[] := ARRAY['sec timestamptz PRIMARY KEY CHECK (sec = date_trunc(''second'', '
                              'sec, ''UTC''))', 'n bigint NOT NULL CHECK (n >= 0)'];
     v_m      text;
