@@ -17,10 +17,11 @@ LIMIT_KEY = pytest.StashKey[float]()
 
 
 def unmarked_limit_s() -> float:
-    """The longest a test without the ``slow`` marker may run, in seconds."""
+    """The longest a test without the ``slow`` marker may run, in seconds: under pytest-xdist,
+    ``-n N`` workers share the cores, so the default grows N-fold."""
     raw = os.environ.get(LIMIT_ENV, "")
     if not raw:
-        return DEFAULT_LIMIT_S
+        return DEFAULT_LIMIT_S * max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     try:
         limit = float(raw)
     except ValueError:
