@@ -141,7 +141,7 @@ class Session:
         if background:
             proc = self.start(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             self.background.append((command, proc))
-            time.sleep(1.0)
+            time.sleep(1.0)  # the behaviour: a background command is still up a second on
             assert proc.poll() is None, (command, proc.communicate()[1][-2000:])
             return
         if runs_until_stopped(argv):
@@ -153,7 +153,7 @@ class Session:
 
     def _run_then_stop(self, command: str, argv: list[str]) -> None:
         proc = self.start(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(UNTIL_STOPPED_S)
+        time.sleep(UNTIL_STOPPED_S)  # the behaviour: it runs until stopped, then Ctrl-C
         assert proc.poll() is None, (command, proc.communicate()[1][-2000:])
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)

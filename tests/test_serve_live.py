@@ -50,8 +50,9 @@ def served(live_store) -> Iterator[ServedStore]:
 
 
 def events(url: str, count: int, last_event_id: str | None = None,
-           until: Any = None, timeout_s: float = 30) -> list[Event]:
-    """The first ``count`` events of a new connection (or until ``until(event)`` is true)."""
+           until: Any = None, timeout_s: float = 30, on_event: Any = None) -> list[Event]:
+    """The first ``count`` events of a new connection (or until ``until(event)`` is true);
+    ``on_event(event)`` is called as each arrives (a test waits on it, not on a sleep)."""
     headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
     found: list[Event] = []
     deadline = time.monotonic() + timeout_s
@@ -65,6 +66,8 @@ def events(url: str, count: int, last_event_id: str | None = None,
                 if "data" in fields:
                     found.append((fields.get("id", ""), fields.get("event", "message"),
                                   json.loads(fields["data"])))
+                    if on_event is not None:
+                        on_event(found[-1])
                     if len(found) >= count or (until is not None and until(found[-1])):
                         return found
                 fields = {}
@@ -196,14 +199,16 @@ def test_the_stream_carries_on_when_the_store_restarts(own_server):
         setup_store(conn)
     with ServedStore(dsn, "--update-every", "200ms") as server:
         seen: list[Event] = []
+        connected = threading.Event()
         reader = threading.Thread(target=lambda: seen.extend(events(
             server.url + "api/v1/live", 10_000, timeout_s=60,
-            until=lambda e: e[1] == "update" and _accepted_after(e, restarted_at))))
+            until=lambda e: e[1] == "update" and _accepted_after(e, restarted_at),
+            on_event=lambda _e: connected.set())))
         restarted_at = float("inf")
         with LiveWriter(dsn, every_s=0.2) as writer:
             writer.wait_batches(2)
         reader.start()
-        time.sleep(1)
+        assert connected.wait(30), "the reader got no snapshot before the restart"
         own_server.restart(down_s=1.5)
         restarted_at = time.time()
         with LiveWriter(dsn, every_s=0.2, seed=8) as writer:
@@ -228,10 +233,12 @@ def _accepted_after(event: Event, t: float) -> bool:
 def test_a_signal_stops_it_with_browsers_connected(live_store, sig, code):
     server = ServedStore(live_store[0]).start()
     try:
-        reader = threading.Thread(target=lambda: events(server.url + "api/v1/live", 10_000,
-                                                        timeout_s=60), daemon=True)
+        connected = threading.Event()
+        reader = threading.Thread(target=lambda: events(
+            server.url + "api/v1/live", 10_000, timeout_s=60,
+            on_event=lambda _e: connected.set()), daemon=True)
         reader.start()
-        time.sleep(1.5)
+        assert connected.wait(30), "the browser got no snapshot before the signal"
         started = time.monotonic()
         assert server.stop(sig) == code
         assert time.monotonic() - started < 10
