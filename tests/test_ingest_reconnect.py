@@ -153,8 +153,11 @@ def test_streaming_ingest_survives_a_postgres_restart(own_server, tmp_path):
     assert duplicates == line_count(files) - len(truth)
 
 
-def test_streaming_ingest_gives_up_after_the_reconnect_timeout(own_server, tmp_path):
-    dsn = own_server.store(8)
+def outage_with_reconnect_timeout_3s(own_server, tmp_path, partitions: int,
+                                     file_after_outage: bool) -> tuple[int, str, str]:
+    """A streaming ingest (--reconnect-timeout 3s) stores a first file, then its database stops
+    and stays down, with one more file arriving then or none; its exit code, stderr and tag."""
+    dsn = own_server.store(partitions)
     land = tmp_path / "landing"
     land.mkdir()
     tag = uuid.uuid4().hex
@@ -166,17 +169,26 @@ def test_streaming_ingest_gives_up_after_the_reconnect_timeout(own_server, tmp_p
         producer.write()
         wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=180)
         own_server.stop()
-        producer.write()  # a batch that meets the outage
+        if file_after_outage:
+            producer.write()  # a batch that meets the outage
         _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 1, err[-3000:]
+    return proc.returncode, err, tag
+
+
+def assert_gave_up_after_3s(returncode: int, err: str, tag: str) -> None:
+    assert returncode == 1, err[-3000:]
     assert_no_process_left(tag)
-    assert "database lost (" in err
+    assert "database lost (" in err, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith("error: lost the database at "), err[-3000:]
-    assert "--reconnect-timeout" in last and "not back within 3s" in last
+    assert "not back within 3s" in last and "--reconnect-timeout" in last, last
+
+
+def test_streaming_ingest_gives_up_after_the_reconnect_timeout(own_server, tmp_path):
+    assert_gave_up_after_3s(*outage_with_reconnect_timeout_3s(own_server, tmp_path, 8, True))
 
 
 def test_both_streams_give_up_at_one_deadline(own_server, tmp_path):
@@ -230,25 +242,4 @@ def test_both_streams_give_up_at_one_deadline(own_server, tmp_path):
 def test_an_idle_streaming_ingest_notices_its_database_died_and_gives_up(own_server, tmp_path):
     """No file arrives after the outage begins: the ingest's heartbeat finds the database gone,
     says so, and exits 1 after --reconnect-timeout (it once ran on, silent, for minutes)."""
-    dsn = own_server.store(2)
-    land = tmp_path / "landing"
-    land.mkdir()
-    tag = uuid.uuid4().hex
-    command = [*ingest_command(dsn, tmp_path)[:-1], "3s"]  # --reconnect-timeout 3s
-    proc = subprocess.Popen(command, env=env_with(tag, None),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    producer = Producer(land)
-    try:
-        producer.write()
-        wait_for_lines(dsn, line_count(producer.files), proc, timeout_s=180)
-        own_server.stop()  # and nothing more arrives
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 1, err[-3000:]
-    assert_no_process_left(tag)
-    assert "database lost (" in err, err[-3000:]
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("error: lost the database at "), err[-3000:]
-    assert "not back within 3s" in last and "--reconnect-timeout" in last, last
+    assert_gave_up_after_3s(*outage_with_reconnect_timeout_3s(own_server, tmp_path, 2, False))
