@@ -166,6 +166,8 @@ class Parsed:
     # ``Layout.names`` order; a (key, time) repeated among them is left to the insert's
     # ON CONFLICT DO NOTHING (the first written wins, counted as a duplicate)
     tables: list[Any] = field(default_factory=list)
+    # good records written already, piece by piece (``ingest.typed_sink``): counted, not kept
+    counted: int = 0
 
     @property
     def good(self) -> int:
@@ -174,7 +176,7 @@ class Parsed:
 
     @property
     def rows_in(self) -> int:
-        return self.good + self.copies + len(self.bad)
+        return self.good + self.counted + self.copies + len(self.bad)
 
     def newest(self, ts: datetime | None) -> None:
         if ts is not None and (self.max_ts is None or ts > self.max_ts):
@@ -632,24 +634,28 @@ def _json_records(layout: Layout, name: str, content: bytes, limits: Limits) -> 
     if content.startswith(BOM):  # as a CSV file's (utf-8-sig): no part of the first line
         content = content[len(BOM):]
     for line in content.splitlines():
-        if not line.strip():
-            continue
-        raw, exact = clean_text(line)
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            yield None, DeadLetter(name, "bad_encoding", "line is not valid UTF-8 (its exact "
-                                   "bytes are in raw_bytes)", raw, exact), False
-            continue
-        try:
-            value = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as exc:
-            yield None, DeadLetter(name, "malformed", f"not JSON: {exc}", raw, exact), False
-            continue
-        if not isinstance(value, dict):
-            yield None, DeadLetter(name, "malformed", "not a JSON object", raw, exact), False
-            continue
-        yield layout.record(value, name, raw, exact, limits)
+        result = json_line(layout, name, line, limits)
+        if result is not None:
+            yield result
+
+
+def json_line(layout: Layout, name: str, line: bytes, limits: Limits) -> Result | None:
+    """One JSON Lines record of file ``name`` (None: a blank line, which holds none)."""
+    if not line.strip():
+        return None
+    raw, exact = clean_text(line)
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, DeadLetter(name, "bad_encoding", "line is not valid UTF-8 (its exact "
+                                "bytes are in raw_bytes)", raw, exact), False
+    try:
+        value = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        return None, DeadLetter(name, "malformed", f"not JSON: {exc}", raw, exact), False
+    if not isinstance(value, dict):
+        return None, DeadLetter(name, "malformed", "not a JSON object", raw, exact), False
+    return layout.record(value, name, raw, exact, limits)
 
 
 def _csv_records(layout: Layout, name: str, content: bytes, limits: Limits) -> Iterator[Result]:
@@ -688,13 +694,38 @@ def _csv_records(layout: Layout, name: str, content: bytes, limits: Limits) -> I
                                        "would be read is a guess)", raw, exact), False
                 return
             continue
-        raw, exact = clean_text(record)
-        if len(fields) > len(header):
-            yield None, DeadLetter(name, "malformed", f"{len(fields)} fields but the header "
-                                   f"names {len(header)}", raw, exact), False
-            continue
-        values = {h: (f if f != "" else None) for h, f in zip(header, fields, strict=False)}
-        yield layout.record(values, name, raw, exact, limits, from_text=True)
+        yield csv_fields(layout, name, header, fields, record, limits)
+
+
+def csv_fields(layout: Layout, name: str, header: Sequence[str], fields: Sequence[str],
+               record: str, limits: Limits) -> Result:
+    """One CSV record (its ``fields``, and its text as written) under the file's header."""
+    raw, exact = clean_text(record)
+    if len(fields) > len(header):
+        return None, DeadLetter(name, "malformed", f"{len(fields)} fields but the header "
+                                f"names {len(header)}", raw, exact), False
+    values = {h: (f if f != "" else None) for h, f in zip(header, fields, strict=False)}
+    return layout.record(values, name, raw, exact, limits, from_text=True)
+
+
+def csv_line(layout: Layout, name: str, header: Sequence[str], line: bytes,
+             limits: Limits) -> Result | None:
+    """One line of a CSV file whose records each fit on a line, read alone under the file's
+    header (None: a blank line), as ``_csv_records`` reads it."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raw, exact = clean_text(line)
+        return None, DeadLetter(name, "bad_encoding", "line is not valid UTF-8 (its exact "
+                                "bytes are in raw_bytes)", raw, exact), False
+    try:
+        fields = next(csv.reader([text], strict=True), [])
+    except csv.Error as exc:
+        raw, exact = clean_text(text)
+        return None, DeadLetter(name, "malformed", f"not CSV: {exc}", raw, exact), False
+    if not fields or all(not f.strip() for f in fields) and len(fields) <= 1:
+        return None
+    return csv_fields(layout, name, header, fields, text, limits)
 
 
 def _named_twice(header: Sequence[str]) -> str | None:
@@ -758,14 +789,14 @@ def _parquet_records(layout: Layout, name: str, content: bytes,
                 newest = pc_max(whole.good.column(layout.stream.time))
                 into.newest(newest)
             for values in whole.rest:
-                yield _parquet_record(layout, name, values, limits)
+                yield parquet_row(layout, name, values, limits)
             return
     for batch in table.to_batches():
         for values in pylist(batch):
-            yield _parquet_record(layout, name, values, limits)
+            yield parquet_row(layout, name, values, limits)
 
 
-def _parquet_record(layout: Layout, name: str, values: dict[str, Any],
+def parquet_row(layout: Layout, name: str, values: dict[str, Any],
                     limits: Limits) -> Result:
     """One Parquet row; a string that is not UTF-8 in a column the stream stores is
     ``bad_encoding`` (its bytes in ``raw_bytes``, as the built-in stream keeps a uuid's)."""

@@ -44,6 +44,7 @@ STAGE = "slidewin_stream_stage"
 # the files of a batch, (name, content) -- content the reason when the entry must not be opened
 # -- or a function that reads them once the batch is claimed
 Files = Sequence[tuple[str, bytes | str]] | Callable[[], Iterable[tuple[str, bytes | str]]]
+Pieces = Callable[[Layout, Limits], Iterable[Parsed]]
 
 
 class StreamGone(Exception):
@@ -68,9 +69,12 @@ def write_stream_batch(
     *,
     now: datetime,
     max_future: timedelta | None = None,
+    pieces: Pieces | None = None,
 ) -> BatchResult:
     """Steps 1-5 above for one batch of stream ``name``; ``conn`` must be in autocommit mode.
-    ``now`` is the clock of the ``future`` and ``expired`` rules and the state's update time."""
+    ``now`` is the clock of the ``future`` and ``expired`` rules and the state's update time.
+    ``pieces``: the batch parsed elsewhere (on Spark, ``ingest.typed_spark``), piece by piece,
+    given the stream's layout and the batch's limits; else ``files`` are parsed here."""
     started = time.monotonic()
     with conn.transaction():
         if not claim_batch(conn, query_id, batch_id):
@@ -81,10 +85,17 @@ def write_stream_batch(
         limits = Limits(now, newest, watermark, stream.grace, stream.history, max_future)
         tick = time.monotonic()
         layout = Layout(stream, indexed_columns(conn, stream))
-        parsed = parse_files(layout, files() if callable(files) else files, limits)
+        if pieces is None:
+            found: Iterable[Parsed] = [
+                parse_files(layout, files() if callable(files) else files, limits)]
+        else:
+            found = pieces(layout, limits)
+        parsed, inserted = Parsed(), 0
+        for piece in found:  # Spark computes the next piece while this one is written
+            inserted += write_piece(conn, stream, layout, piece)
+            copy_dead_letters(conn, name, batch_id, piece.bad)
+            _add(parsed, piece)
         parse_s = time.monotonic() - tick
-        inserted = insert_rows(conn, stream, layout, parsed.rows, parsed.tables)
-        copy_dead_letters(conn, name, batch_id, parsed.bad)
         with procedure_errors():
             row = conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
                                (name, parsed.max_ts, now, stream.grace)).fetchone()
@@ -104,6 +115,42 @@ def write_stream_batch(
     return replace(result, seconds=time.monotonic() - started, compute_s=parse_s)
 
 
+def _add(total: Parsed, piece: Parsed) -> None:
+    """Count a written piece into the batch's totals (its rows are not kept)."""
+    total.copies += piece.copies
+    total.extra += piece.extra
+    total.bad.extend(piece.bad)
+    total.newest(piece.max_ts)
+    total.counted += piece.good
+
+
+def write_piece(conn: psycopg.Connection, stream: Stream, layout: Layout, piece: Parsed) -> int:
+    """The piece's rows COPYed straight into the stream's table (its triggers keep the
+    rollups, sessions and joins) inside a savepoint; if one is stored already -- a replayed
+    file, a record repeated across pieces -- the savepoint rolls back and the rows go through
+    staging, ``ON CONFLICT DO NOTHING``. The rows inserted."""
+    if not piece.good:
+        return 0
+    cols = sql.SQL(", ").join(sql.Identifier(n) for n in layout.names)
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            _copy(cur, sql.SQL("COPY {} ({}) ").format(stream.table, cols), piece)
+        return piece.good
+    except psycopg.errors.UniqueViolation:
+        return insert_rows(conn, stream, layout, piece.rows, piece.tables)
+
+
+def _copy(cur: psycopg.Cursor, into: sql.Composed, piece: Parsed) -> None:
+    if piece.rows:
+        with cur.copy(into + sql.SQL("FROM STDIN")) as copy:
+            for row in piece.rows:
+                copy.write_row(row)
+    for table in piece.tables:
+        if table.num_rows:
+            with cur.copy(into + sql.SQL("FROM STDIN (FORMAT csv)")) as copy:
+                copy.write(csv_bytes(table))
+
+
 def _result(query_id: str, batch_id: int, parsed: Parsed, inserted: int,
             newest: datetime | None) -> BatchResult:
     return BatchResult(
@@ -111,12 +158,12 @@ def _result(query_id: str, batch_id: int, parsed: Parsed, inserted: int,
         batch_id=batch_id,
         rows_in=parsed.rows_in,
         accepted=inserted,
-        duplicates=parsed.good + parsed.copies - inserted,
+        duplicates=parsed.counted + parsed.copies - inserted,
         rejected=len(parsed.bad),
         by_reason=dict(Counter(b.reason for b in parsed.bad)),
         max_ts=parsed.max_ts,
         newest_ts=newest,
-        path="staging" if parsed.good else "empty",
+        path="copy" if parsed.counted else "empty",
         extra_fields=parsed.extra,
     )
 

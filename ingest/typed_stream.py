@@ -1,11 +1,13 @@
 """The Spark side of declared streams: one file-source query per stream over its own folder.
 
 Stream ``<name>`` reads ``<landing>/<name>/`` (the file source does not descend into folders,
-so the built-in stream's queries over ``<landing>/`` never see these files) with the
-``binaryFile`` source: every file of a micro-batch arrives whole, as bytes, and is parsed on
-the driver (``ingest.typed``) -- JSON Lines, CSV and Parquet alike, matched by extension in any
-case. Each query has a checkpoint of its own (``<checkpoint dir>/stream-<name>``) and writes
-through ``ingest.typed_sink``, exactly once per batch.
+so the built-in stream's queries over ``<landing>/`` never see these files). The streaming
+query only lists each micro-batch's files (the ``binaryFile`` source, its ``content`` never
+selected, so never read); Spark's own readers then parse them on the executors with the
+stream's declared columns (``ingest.typed_spark``) -- JSON Lines, CSV and Parquet alike,
+matched by extension in any case. Each query has a checkpoint of its own
+(``<checkpoint dir>/stream-<name>``) and writes through ``ingest.typed_sink``, exactly once
+per batch.
 
 ``DeclaredStreams`` keeps one query per declared stream: started when the ingest starts and,
 unless ``--once``, for streams declared while it runs (the registry is read again every
@@ -18,7 +20,9 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
@@ -37,8 +41,9 @@ from slidewin.ingest.parse import any_case_glob
 from slidewin.ingest.sink import BatchResult
 from slidewin.ingest.stream import triggered
 from slidewin.ingest.tidy import batch_entries, dispose, last_committed_batch
-from slidewin.ingest.typed import EXTENSIONS
+from slidewin.ingest.typed import EXTENSIONS, Layout, Limits, Parsed
 from slidewin.ingest.typed_sink import StreamGone, stream_query_id, write_stream_batch
+from slidewin.ingest.typed_spark import SpanningCsv, group_files, pieces
 
 POLL_S = 3.0  # how often a running ingest looks for streams declared or dropped
 BIND_TIMEOUT_S = 120.0
@@ -90,15 +95,23 @@ class StreamHandler:
 
     def _write(self, df: DataFrame, batch_id: int) -> BatchResult:
         """The batch, written again on a new connection if the database went away (the
-        marker makes that exactly once)."""
+        marker makes that exactly once), or with the CSV files whose records span lines read
+        whole (``typed_spark.SpanningCsv``: the first try rolled back)."""
         query_id = stream_query_id(self.config.query_id, self.name, str(self._checkpoint_id))
+        listed = list_files(df)
+        whole: set[str] = set()
         while True:
             try:
                 return write_stream_batch(
-                    self._connection(), self.name, query_id, batch_id,
-                    lambda: batch_files(df), now=self.clock(),
-                    max_future=self.config.max_future,
+                    self._connection(), self.name, query_id, batch_id, [],
+                    now=self.clock(), max_future=self.config.max_future,
+                    pieces=partial(spark_pieces, df.sparkSession, listed, frozenset(whole)),
                 )
+            except SpanningCsv as spanning:
+                paths = {p for p in listed.readable if PurePosixPath(p).name in spanning.names}
+                if not paths - whole:
+                    raise
+                whole |= paths
             except Exception as exc:
                 if self.reconnect is None or not is_connection_lost(exc):
                     raise
@@ -122,28 +135,48 @@ class StreamHandler:
             self._conn = None
 
 
-def batch_files(df: DataFrame) -> list[tuple[str, bytes | str]]:
-    """(file name, content) of each file of the micro-batch, collected to the driver. An entry
-    that must not be opened -- a named pipe would block the batch forever, a device or socket
-    fail it -- or that cannot be read is (name, why) instead, read by nobody (the record path
-    dead-letters it as ``unreadable_file``): the paths are listed first, without content."""
-    from pyspark.sql import functions as F
+@dataclass(frozen=True)
+class Listed:
+    """A micro-batch's files: local paths Spark reads, and (name, why) of entries nobody may
+    open -- a named pipe would block the batch forever, a device or socket fail it."""
 
-    paths = [row["path"] for row in df.select("path").collect()]
-    refused: dict[str, str] = {}
-    for path in paths:
-        local = unquote(urlparse(path).path)
+    readable: list[str]
+    refused: list[tuple[str, str]]
+
+
+def list_files(df: DataFrame) -> Listed:
+    """The batch's files, listed by the file source (their contents are not read here)."""
+    readable: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for row in df.select("path").collect():
+        local = unquote(urlparse(row["path"]).path)
         why = not_a_file(local)
         if why is None and os.path.exists(local) and not os.access(local, os.R_OK):
             why = "a file this process may not read"
-        if why is not None:
-            refused[path] = why
-    files: list[tuple[str, bytes | str]] = [(_name(p), why) for p, why in refused.items()]
-    if len(refused) < len(paths):
-        rows = df.filter(~F.col("path").isin(list(refused))) if refused else df
-        files += [(_name(row["path"]), bytes(row["content"]))
-                  for row in rows.select("path", "content").collect()]
-    return files
+        if why is None:
+            readable.append(local)
+        else:
+            refused.append((_name(row["path"]), why))
+    return Listed(readable, refused)
+
+
+def spark_pieces(spark: SparkSession, listed: Listed, whole: frozenset[str], layout: Layout,
+                 limits: Limits) -> Iterator[Parsed]:
+    """The batch parsed on Spark (``ingest.typed_spark``); refused entries, and the files
+    the record path reads whole, after."""
+    groups = group_files(layout, listed.readable, whole)
+    yield from pieces(spark, layout, groups, limits, _whole_files(groups.whole, listed.refused))
+
+
+def _whole_files(paths: list[str], refused: list[tuple[str, str]]
+                 ) -> Iterator[tuple[str, bytes | str]]:
+    yield from refused
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                yield _name(path), f.read()
+        except OSError as exc:
+            yield _name(path), f"a file that cannot be read ({exc.strerror})"
 
 
 def _name(path: str) -> str:

@@ -1,0 +1,489 @@
+"""A declared stream's batch parsed on Spark: its columns typed on the executors, and only the
+records Spark cannot vouch for judged on the driver, by the record path (``ingest.typed``).
+
+The rules are ``ingest.typed``'s, and it stays their one statement. Spark applies a strict
+subset of them: a record whose every value passes a check that the record path would pass
+too, with the same value, is *clean* -- its typed columns leave Spark as Arrow and are COPYed
+as they are. Every other record is *suspect*: it leaves Spark with its raw text (a line of a
+JSON Lines or CSV file, as bytes) or its original values (a Parquet row), and the record path
+decides it on the driver -- a dead letter with its reason and raw text, or a row after all
+(``3.0`` for a bigint, a time written ``2026-01-01``, a JSON number with 17 digits for a
+numeric). So Spark never decides differently, it only decides faster; the driver handles the
+bad records, which it must write as dead letters anyway.
+
+What is clean, per column type (text read from JSON or CSV; Parquet columns are typed already):
+
+* every record: no NUL byte, valid UTF-8, a key and time column present, every required
+  column present, its time within the batch's limits (future, expired, late); JSON: an
+  object whose members are named once, with no ``\\u`` escape; CSV: as many fields as the
+  header, quotes only around whole fields;
+* ``text``: any string (JSON: not ``{...}``, ``[...]`` or a number with a fraction, which Spark
+  renders in Java's way); a key or indexed column at most ``MAX_KEY_CHARS`` characters;
+* ``bigint``/``integer``: digits with an optional sign, within range;
+* ``double precision``: a finite decimal number;
+* ``numeric(p,s)`` (p <= 38): a decimal number that fits once rounded (JSON: no run of 16
+  digits in the line -- a double cannot carry them, and Spark reads JSON numbers as doubles);
+  other numerics: a plain decimal, converted by PostgreSQL;
+* ``boolean``: ``true``/``false``/``t``/``f``/``yes``/``no``/``1``/``0`` in any case;
+* ``timestamptz``: ``YYYY-MM-DD[T ]HH:MM:SS[.ffffff][Z|+HH:MM]`` or an integer epoch;
+* ``jsonb``: never (the record path renders it).
+
+Files the record path reads whole, on the driver: a CSV file whose records span lines (found
+when a line has an odd number of quotes: the batch rolls back and is computed again with it
+read so), a CSV file whose header cannot be read alone, a Parquet file whose columns Spark
+cannot take as they are, and every file of a stream that keeps extras in ``attrs``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from slidewin.ingest import typed
+from slidewin.ingest.eventtime import MAX_TS, MIN_TS, NUL, parse_ts, ts_lit
+from slidewin.ingest.parse import _at_run_time
+from slidewin.ingest.pull import indexed_partitions
+from slidewin.ingest.spark_internals import GLOB_PATHS_OPTION
+from slidewin.ingest.typed import Layout, Limits, Parsed
+from slidewin.ingest.typed_arrow import TS, target_type
+
+HEADER_BYTES = 1 << 20  # a CSV header longer than this is read with its file, on the driver
+_INTEGER = r"^[+-]?[0-9]+$"
+_DECIMAL = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_PLAIN_DECIMAL = r"^[+-]?[0-9]{1,1000}(\.[0-9]{1,1000})?$"
+_JAVA_FLOAT = r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$"  # how Spark renders a JSON number
+_ISO = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
+        r"(Z|[+-][0-9]{2}:[0-9]{2})?$")
+_BOOLEANS = {**{w: True for w in typed.TRUE_WORDS}, **{w: False for w in typed.FALSE_WORDS}}
+# a CSV line whose quotes, if any, are around whole fields and hold none
+_CSV_QUOTES = r'^(?:"[^"]*+"|[^",]*+)(?:,(?:"[^"]*+"|[^",]*+))*+$'
+CSV_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt", "escape": '"'}
+_CLEAN, _SOURCE, _RAW, _EXTRA, _ODD, _HEADER = (
+    "_sw_clean", "_sw_source", "_sw_raw", "_sw_extra", "_sw_odd", "_sw_header")
+
+
+class SpanningCsv(Exception):
+    """A CSV file of the batch has a record spanning lines: the batch is computed again with
+    those files read whole by the record path."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__(f"CSV records span lines in {sorted(names)}")
+        self.names = names
+
+
+@dataclass
+class FileGroups:
+    """A batch's files by how Spark reads them."""
+
+    json: list[str] = field(default_factory=list)
+    csv: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # line -> names
+    parquet: dict[str, tuple[pa.Schema, list[str]]] = field(default_factory=dict)
+    whole: list[str] = field(default_factory=list)  # read by the record path, on the driver
+
+
+def group_files(layout: Layout, paths: Sequence[str], whole: frozenset[str] = frozenset()
+                ) -> FileGroups:
+    """Sort the batch's readable files (local paths) into groups Spark reads with one plan."""
+    groups = FileGroups()
+    for path in sorted(paths):
+        kind = typed.kind_of(path)
+        if layout.stream.keep_extra or path in whole or kind is None:
+            groups.whole.append(path)
+        elif kind == "json":
+            groups.json.append(path)
+        elif kind == "csv":
+            header = csv_header(path)
+            if header is None:
+                groups.whole.append(path)
+            else:
+                groups.csv.setdefault(header[0], (header[1], []))[1].append(path)
+        else:
+            schema = _parquet_schema(layout, path)
+            if schema is None:
+                groups.whole.append(path)
+            else:
+                groups.parquet.setdefault(schema.to_string(), (schema, []))[1].append(path)
+    return groups
+
+
+def csv_header(path: str) -> tuple[str, list[str]] | None:
+    """(the header line as Spark's text reader gives it, its column names) of a CSV file, or
+    None when the record path must read the file whole: no header, a header that spans lines,
+    is not UTF-8 or names a column twice."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER_BYTES)
+    except OSError:
+        return None
+    if head.startswith(typed.BOM):
+        head = head[len(typed.BOM):]
+    for line in head.splitlines(keepends=True):
+        if not line.strip():
+            continue
+        if not line.endswith((b"\n", b"\r")) or line.count(b'"') % 2:
+            return None
+        try:
+            text = line.decode("utf-8").rstrip("\r\n")
+            names = next(csv.reader([text], strict=True))
+        except (UnicodeDecodeError, csv.Error, StopIteration):
+            return None
+        names = [n.strip() for n in names]
+        return (text, names) if len(set(names)) == len(names) else None
+    return None
+
+
+def _parquet_schema(layout: Layout, path: str) -> pa.Schema | None:
+    """The file's schema when Spark can read every declared column as it is (else None)."""
+    try:
+        schema = pq.read_schema(path)
+    except Exception:
+        return None
+    for col in layout.columns:
+        index = schema.get_field_index(col.name)
+        if index < 0:
+            continue
+        if not _spark_takes(schema.field(index).type, col.type):
+            return None
+    return schema
+
+
+def _spark_takes(source: pa.DataType, type_: str) -> bool:
+    """Whether Spark reads a Parquet column of ``source`` type into a column of ``type_`` with
+    the value the record path would store (or leaves the decision to it, as a NULL)."""
+    if pa.types.is_dictionary(source):
+        source = source.value_type
+    if target_type(type_) is None:  # jsonb: the record path renders it
+        return False
+    if pa.types.is_timestamp(source):
+        return type_ == "timestamptz" and source.unit in ("ms", "us")
+    ints = (pa.types.is_signed_integer(source)
+            or source in (pa.uint8(), pa.uint16(), pa.uint32()))
+    if type_ == "text":
+        return pa.types.is_string(source) or pa.types.is_large_string(source)
+    if type_ in ("bigint", "integer"):
+        return ints
+    if type_ == "double precision":
+        return pa.types.is_floating(source) and source != pa.float16() or ints
+    if type_.startswith("numeric"):
+        return pa.types.is_decimal128(source) or ints
+    if type_ == "boolean":
+        return pa.types.is_boolean(source)
+    return False
+
+
+# -- the Spark plans ------------------------------------------------------------------------
+
+
+def _limits_ok(ts: Column, limits: Limits) -> Column:
+    """The time is within years 1-9999 and the batch's limits (as bound values, not literals:
+    ``ingest.parse._at_run_time``)."""
+    low, high = MIN_TS, MAX_TS
+    for cut in (limits.expired_before, limits.late_before):
+        if cut is not None:
+            low = max(low, cut)
+    if limits.future_after is not None:
+        high = min(high, limits.future_after)
+    micros = F.unix_micros(ts)
+    return (micros >= _at_run_time(low)) & (micros <= _at_run_time(high))
+
+
+def _text_value(v: Column, type_: str, *, json: bool, limited: bool,
+                raw: Column) -> tuple[Column, Column]:
+    """(typed value, clean) of a column read as text."""
+    if type_ == "text":
+        ok = ~v.contains(NUL)
+        if json:
+            ok = ok & ~(v.startswith("{") | v.startswith("[")
+                        | (v.rlike(_JAVA_FLOAT) & v.rlike("[.eE]")))
+        if limited:
+            ok = ok & (F.length(v) <= F.lit(typed.MAX_KEY_CHARS))
+        return v, ok
+    if type_ in typed.INT_RANGES:
+        spark_type = "bigint" if type_ == "bigint" else "int"
+        value = F.when(v.rlike(_INTEGER), v.try_cast(spark_type))
+        return value, value.isNotNull()
+    if type_ == "double precision":
+        value = F.when(v.rlike(_DECIMAL), v.try_cast("double"))
+        finite = value.isNotNull() & ~F.isnan(value) & (F.abs(value) != F.lit(float("inf")))
+        return value, finite
+    if type_.startswith("numeric"):
+        target = target_type(type_)
+        if target is None:  # unconstrained or wider than Spark's: PostgreSQL converts it
+            ok = v.rlike(_PLAIN_DECIMAL)
+            if json:
+                ok = ok & ~raw.rlike("[0-9.]{16}")
+            return v, ok
+        value = F.when(v.rlike(_DECIMAL), v.try_cast(f"decimal({target.precision},"
+                                                      f"{target.scale})"))
+        ok = value.isNotNull()
+        if json:  # a JSON number came through a double: safe only with at most 15 digits
+            ok = ok & (~v.rlike("[.eE]") | ~raw.rlike("[0-9.]{16}"))
+        return value, ok
+    if type_ == "boolean":
+        lower = F.lower(v)
+        # JSON: the numbers 1 and 0 are no booleans (the strings "1" and "0" are, but Spark
+        # gives both as the same text)
+        words = [w for w in (*typed.TRUE_WORDS, *typed.FALSE_WORDS) if not (json and w.isdigit())]
+        value = F.when(lower.isin(*[w for w in words if w in typed.TRUE_WORDS]), F.lit(True)).when(
+            lower.isin(*[w for w in words if w in typed.FALSE_WORDS]), F.lit(False))
+        return value, value.isNotNull()
+    if type_ == "timestamptz":
+        value = F.when(v.rlike(_ISO) | v.rlike(_INTEGER), parse_ts(v, "auto"))
+        return value, value.isNotNull()
+    return F.lit(None), F.lit(False)  # jsonb: the record path renders it
+
+
+def _typed_columns(layout: Layout, values: dict[str, Column], *, json: bool, raw: Column
+                   ) -> tuple[list[Column], Column]:
+    """Each declared column typed from its text (``values``: name -> string Column, missing
+    names NULL), and whether the record is clean."""
+    out: list[Column] = []
+    clean = F.lit(True)
+    for col in layout.columns:
+        v = values.get(col.name, F.lit(None).cast("string"))
+        value, ok = _text_value(v, col.type, json=json, limited=col.name in layout.limited,
+                                raw=raw)
+        present_ok = v.isNull() | ok
+        if col.name in layout.required:
+            present_ok = v.isNotNull() & ok
+        clean = clean & F.coalesce(present_ok, F.lit(False))
+        out.append(value)
+    return out, clean
+
+
+def _text_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    df = spark.read.option(GLOB_PATHS_OPTION, "false").text(paths)
+    return df.select(F.col("value").alias("raw"),
+                     F.col("_metadata.file_name").alias(_SOURCE)).where(F.trim("raw") != "")
+
+
+def _line_checks(raw: Column) -> Column:
+    """A line the record path would read as Spark does: valid UTF-8 (checked only where a
+    byte is not ASCII) and no NUL."""
+    ascii_only = F.octet_length(raw) == F.length(raw)
+    return (ascii_only | F.is_valid_utf8(raw)) & ~raw.contains(NUL)
+
+
+def json_plan(spark: SparkSession, layout: Layout, paths: list[str], limits: Limits
+              ) -> DataFrame:
+    """The batch's JSON Lines files: typed columns, clean, and for suspects their raw line."""
+    schema = StructType([StructField(c.name, StringType()) for c in layout.columns]
+                        + [StructField("_corrupt", StringType())])
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
+    raw = F.col("raw")
+    lines = _text_lines(spark, paths).select(
+        "raw", _SOURCE, F.from_json(raw, schema, options).alias("f"),
+        F.json_object_keys(raw).alias("keys"))
+    f = F.col("f")
+    values = {c.name: f.getField(c.name) for c in layout.columns}
+    typed_cols, clean = _typed_columns(layout, values, json=True, raw=raw)
+    keys = F.col("keys")
+    present = sum((v.isNotNull().cast("int") for v in values.values()), F.lit(0))
+    more = F.size(keys) > present  # members beyond the declared values (or explicit nulls)
+    declared = F.array(*[F.lit(c.name) for c in layout.columns])
+    extra = more & F.exists(keys, lambda k: ~F.array_contains(declared, k))
+    twice = more & (F.size(F.array_distinct(keys)) < F.size(keys))
+    clean = (clean & f.getField("_corrupt").isNull() & keys.isNotNull() & ~twice
+             & ~raw.contains("\\u") & _line_checks(raw))
+    return _finish(lines, layout, limits, typed_cols, clean, extra, raw.cast("binary"))
+
+
+def csv_plan(spark: SparkSession, layout: Layout, header_line: str, names: list[str],
+             paths: list[str], limits: Limits) -> DataFrame:
+    """CSV files sharing one header line: typed columns, clean, suspects' raw line."""
+    ddl = ", ".join(f"c{i} STRING" for i in range(len(names))) + ", _corrupt STRING"
+    raw = F.col("raw")
+    lines = _text_lines(spark, paths).select(
+        "raw", _SOURCE, F.from_csv(raw, ddl, CSV_OPTIONS).alias("f"))
+    f = F.col("f")
+    position = {name: i for i, name in enumerate(names)}
+    values = {c.name: F.nullif(f.getField(f"c{position[c.name]}"), F.lit(""))
+              for c in layout.columns if c.name in position}
+    typed_cols, clean = _typed_columns(layout, values, json=False, raw=raw)
+    quoted = raw.contains('"')
+    odd = quoted & ((F.octet_length(raw) - F.octet_length(F.replace(raw, F.lit('"'), F.lit(""))))
+                    % 2 == 1)
+    fields_ok = F.when(quoted, raw.rlike(_CSV_QUOTES)).otherwise(F.lit(True))
+    header = raw == F.lit(header_line)
+    clean = (clean & f.getField("_corrupt").isNull() & ~odd & fields_ok & ~header
+             & _line_checks(raw))
+    extra = F.lit(bool(set(names) - layout.declared))
+    return _finish(lines, layout, limits, typed_cols, clean, extra, raw.cast("binary"),
+                   odd=odd, header=header)
+
+
+def parquet_plan(spark: SparkSession, layout: Layout, schema: pa.Schema, paths: list[str],
+                 limits: Limits) -> DataFrame:
+    """Parquet files of one schema: typed columns, clean, suspects' original values."""
+    df = spark.read.option(GLOB_PATHS_OPTION, "false").parquet(*paths)
+    names = set(schema.names)
+    out: list[Column] = []
+    clean = F.lit(True)
+    for col in layout.columns:
+        if col.name not in names:  # (a jsonb column only so: _parquet_schema)
+            v = value = F.lit(None).cast(_spark_type(col.type))
+            ok: Column = F.lit(True)
+        else:
+            v = F.col(f"`{col.name}`")
+            value, ok = _parquet_value(v, col.type, limited=col.name in layout.limited)
+        present = v.isNotNull() & ok
+        clean = clean & F.coalesce(present if col.name in layout.required
+                                   else v.isNull() | ok, F.lit(False))
+        out.append(value)
+    original = F.struct(*[F.col(f"`{n}`") for n in schema.names])
+    rows = df.select("*", F.col("_metadata.file_name").alias(_SOURCE))
+    extra = F.lit(bool(names - layout.declared))
+    return _finish(rows, layout, limits, out, clean, extra, original)
+
+
+def _spark_type(type_: str) -> str:
+    target = target_type(type_)
+    if target is not None and pa.types.is_decimal(target):
+        return f"decimal({target.precision},{target.scale})"
+    return {"bigint": "bigint", "integer": "int", "double precision": "double",
+            "boolean": "boolean", "timestamptz": "timestamp"}.get(type_, "string")
+
+
+def _parquet_value(v: Column, type_: str, *, limited: bool) -> tuple[Column, Column]:
+    if type_ == "text":
+        ok = ~v.contains(NUL) & ((F.octet_length(v) == F.length(v)) | F.is_valid_utf8(v))
+        if limited:
+            ok = ok & (F.length(v) <= F.lit(typed.MAX_KEY_CHARS))
+        return v, ok
+    value = v.try_cast(_spark_type(type_))
+    if type_ == "timestamptz":
+        return value, value.between(ts_lit(MIN_TS), ts_lit(MAX_TS))
+    return value, value.isNotNull()
+
+
+def _finish(df: DataFrame, layout: Layout, limits: Limits, typed_cols: list[Column],
+            clean: Column, extra: Column, raw: Column, *, odd: Column | None = None,
+            header: Column | None = None) -> DataFrame:
+    """Two projections: the typed columns (under names of slidewin's own: a declared column
+    may be called ``raw``) and whether the record is clean; then the limits on its time, and
+    what the record path needs of a suspect."""
+    staged = df.select(
+        *[c.alias(f"_sw_v{i}") for i, c in enumerate(typed_cols)],
+        clean.alias(_CLEAN), F.col(_SOURCE), raw.alias(_RAW), extra.alias(_EXTRA),
+        (odd if odd is not None else F.lit(False)).alias(_ODD),
+        (header if header is not None else F.lit(False)).alias(_HEADER),
+    )
+    ts = F.col(f"_sw_v{layout.time_index}")
+    ok = F.col(_CLEAN) & F.coalesce(_limits_ok(ts, limits), F.lit(False))
+    return staged.select(
+        *[F.col(f"_sw_v{i}").alias(c.name) for i, c in enumerate(layout.columns)],
+        ok.alias(_CLEAN),
+        F.when(~ok, F.col(_SOURCE)).alias(_SOURCE),
+        F.when(~ok, F.col(_RAW)).alias(_RAW),
+        F.col(_EXTRA), F.col(_ODD), F.col(_HEADER),
+    )
+
+
+# -- the driver's side ----------------------------------------------------------------------
+
+
+def pieces(spark: SparkSession, layout: Layout, groups: FileGroups, limits: Limits,
+           whole_files: Iterator[tuple[str, bytes | str]]) -> Iterator[Parsed]:
+    """The batch as pieces the sink writes one by one: one per Spark partition pulled (clean
+    rows as an Arrow table, suspects decided by the record path), then the files read whole.
+    Raises ``SpanningCsv`` when a CSV line shows its file has records spanning lines."""
+    seen_headers: set[str] = set()
+    plans: list[tuple[str, DataFrame, list[str]]] = []
+    if groups.json:
+        plans.append(("json", json_plan(spark, layout, groups.json, limits), []))
+    for line, (names, paths) in groups.csv.items():
+        plans.append(("csv", csv_plan(spark, layout, line, names, paths, limits), names))
+    for schema, paths in groups.parquet.values():
+        plans.append(("parquet", parquet_plan(spark, layout, schema, paths, limits), []))
+    target = pa.schema([(c.name, target_type(c.type) or pa.string()) for c in layout.columns])
+    for kind, plan, names in plans:
+        for _pid, table in indexed_partitions(plan):
+            yield _piece(layout, kind, names, table, target, limits, seen_headers)
+    if groups.whole:
+        yield typed.parse_files(layout, whole_files, limits)
+
+
+def _piece(layout: Layout, kind: str, header: list[str], table: pa.Table, target: pa.Schema,
+           limits: Limits, seen_headers: set[str]) -> Parsed:
+    clean = table[_CLEAN]
+    good = table.filter(clean).select([c.name for c in layout.columns])
+    good = pa.table([good[c.name].cast(target.field(c.name).type) for c in layout.columns],
+                    schema=target)
+    piece = Parsed()
+    suspects = table.filter(pc.invert(clean))
+    if suspects.num_rows and pc.any(suspects[_ODD]).as_py():
+        odd = suspects.filter(suspects[_ODD])
+        raise SpanningCsv(set(odd[_SOURCE].to_pylist()))
+    if good.num_rows:
+        piece.extra += int(pc.sum(table.filter(clean)[_EXTRA].cast(pa.int64())).as_py() or 0)
+        good, copies = _first_of_each(layout, good)
+        piece.tables.append(good)
+        piece.copies += copies
+        piece.newest(pc.max(good[layout.stream.time]).as_py())
+    if suspects.num_rows:
+        _decide(layout, kind, header, suspects, limits, seen_headers, piece)
+    return piece
+
+
+def _first_of_each(layout: Layout, good: pa.Table) -> tuple[pa.Table, int]:
+    """The first row of each (key, time) in the table, and how many rows repeated one."""
+    key, ts = layout.stream.key, layout.stream.time
+    indexed = pa.table({"k": good[key], "t": good[ts],
+                        "i": pa.array(range(good.num_rows), pa.int64())})
+    first = indexed.group_by(["k", "t"], use_threads=False).aggregate([("i", "min")])
+    if first.num_rows == good.num_rows:
+        return good, 0
+    keep = pc.sort_indices(first["i_min"])
+    return good.take(pc.take(first["i_min"], keep)), good.num_rows - first.num_rows
+
+
+def _decide(layout: Layout, kind: str, header: list[str], suspects: pa.Table, limits: Limits,
+            seen_headers: set[str], piece: Parsed) -> None:
+    """The record path's verdict on each suspect record; rows it accepts join the piece."""
+    seen: set[tuple[Any, datetime]] = set()
+    ki, ti = layout.key_index, layout.time_index
+    sources = suspects[_SOURCE].to_pylist()
+    if kind == "parquet":
+        raws: list[Any] = typed.pylist(
+            pa.RecordBatch.from_struct_array(suspects[_RAW].combine_chunks()))
+    else:
+        raws = suspects[_RAW].to_pylist()
+    headers = suspects[_HEADER].to_pylist()
+    for source, raw, is_header in zip(sources, raws, headers, strict=True):
+        if kind == "csv" and is_header and source not in seen_headers:
+            seen_headers.add(source)  # the file's header line: no record
+            continue
+        if kind == "json":
+            result = typed.json_line(layout, source, raw, limits)
+        elif kind == "csv":
+            result = typed.csv_line(layout, source, header, raw, limits)
+        else:
+            result = typed.parquet_row(layout, source, raw, limits)
+        if result is None:
+            continue
+        row, bad, extra = result
+        piece.extra += int(extra)
+        if bad is not None:
+            piece.bad.append(bad)
+            continue
+        assert row is not None
+        identity = (row[ki], row[ti])
+        if identity in seen:
+            piece.copies += 1
+            continue
+        seen.add(identity)
+        piece.rows.append(row)
+        piece.newest(row[ti])
+
+
+__all__ = ["TS", "FileGroups", "SpanningCsv", "csv_header", "group_files", "pieces"]
