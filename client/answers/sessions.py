@@ -48,9 +48,12 @@ class Definitions:
                              for d in self.defs], "warnings": self.warnings}
 
 
-def definitions(conn: psycopg.Connection) -> Definitions:
-    defs = sessions.definitions(conn)
-    found = sessions.all_stats(conn)
+def definitions(conn: psycopg.Connection, stream: str | None = None) -> Definitions:
+    """Every definition in force, or those of ``stream`` (the dashboard's stream's)."""
+    defs = [d for d in sessions.definitions(conn)
+            if stream is None or d.definition.stream == stream]
+    names = {d.definition.name for d in defs}
+    found = [s for s in sessions.all_stats(conn) if s.name in names]
     warnings = sessions.warnings(conn, found)
     return Definitions(defs, {s.name: s for s in found}, warnings)
 
