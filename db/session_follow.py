@@ -8,8 +8,8 @@ nothing. ``final`` emits each session once, when it closes (``end < stream time 
 grace``), in (end, key) order, remembering the last one printed -- its first poll prints every
 session already final from ``start`` on, then each new one once (a session final once is never
 changed: ``slidewin.sessions_apply``). Memory is two numbers; each poll reads at most ``limit``
-rows through an index, and polls run after the rollups' change signal (``db.changes``), never
-on a timer.
+rows through an index, and polls run after the change signal of the definition's stream
+(``db.changes``: the rollups' for events, the stream's own for a declared one), never on a timer.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import datetime
 import psycopg
 
 from slidewin.db import sessions
-from slidewin.db.changes import RollupChanges
+from slidewin.db.changes import STREAMS_CHANNEL, RollupChanges
 
 UPDATE = "update"
 FINAL = "final"
@@ -89,8 +89,11 @@ def follow(
     wait_s: float = 0.5,
 ) -> Iterator[Emission]:
     """Emissions until ``stop()``: the current state first, then after each commit that
-    changed the rollups (every insert does). ``wait_s`` bounds how long a stop request waits."""
-    changes = RollupChanges(conn)
+    changed the rollups of the definition's stream (every insert does). ``wait_s`` bounds how
+    long a stop request waits."""
+    stream = sessions.definition(conn, follower.name).definition.stream
+    changes = RollupChanges(conn) if stream == "events" \
+        else RollupChanges(conn, STREAMS_CHANNEL, stream)
     yield from follower.poll(conn)
     while not stop():
         if changes.wait(wait_s):

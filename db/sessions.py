@@ -1,9 +1,12 @@
 """Session windows per key: definitions (data in the store) and the sessions they keep.
 
-A definition is validated here and again in SQL (``slidewin.session_define``); the sessions are
-kept by ``slidewin.sessions_on_insert``, a statement trigger on every insert into
-``slidewin.events``, so the ingest maintains them in each batch's own transaction and a replayed
-batch changes nothing. Semantics are Kafka's (KIP-94): a session is ``[first, last]`` event of a
+A definition is validated here and again in SQL (``slidewin.session_define``); it names its
+stream (``events`` unless told), whose key column is the session key and whose time column the
+event time, and the measure it aggregates (``val`` for events; a declared stream's first
+required integer measure unless told; none: sessions count events only). The sessions are kept
+by ``slidewin.sessions_on_insert``, a statement trigger on every insert into the stream's table,
+so the ingest maintains them in each batch's own transaction and a replayed batch changes
+nothing. Semantics are Kafka's (KIP-94): a session is ``[first, last]`` event of a
 key; an event at most ``gap`` from a session joins it, one within ``gap`` of two bridges them;
 an event older than the definition's stream time before its batch minus ``grace`` is
 dead-lettered as ``late`` (source ``session:NAME``) but still stored; so a session is final --
@@ -39,6 +42,8 @@ class SessionDef:
     gap: timedelta
     grace: timedelta = timedelta(0)
     retention: timedelta = timedelta(hours=1)
+    stream: str = "events"
+    measure: str | None = None  # None: the stream's default (val for events), or none
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -91,10 +96,10 @@ class Session:
     start: datetime
     end: datetime
     n: int
-    total: Decimal
-    vmin: int
-    vmax: int
-    avg: Decimal
+    total: Decimal | None  # sum, min, max and avg are None for a definition without a measure
+    vmin: int | None
+    vmax: int | None
+    avg: Decimal | None
     final: bool
 
     @property
@@ -124,11 +129,13 @@ def session_errors() -> Iterator[None]:
 
 
 def define(conn: psycopg.Connection, definition: SessionDef) -> int:
-    """Register ``definition``; every insert from the next on keeps its sessions. Its id."""
+    """Register ``definition``; every insert into its stream from the next on keeps its
+    sessions. Its id."""
     d = definition
     with session_errors():
         row = conn.execute(
-            "SELECT slidewin.session_define(%s, %s, %s, %s)", (d.name, d.gap, d.grace, d.retention)
+            "SELECT slidewin.session_define(%s, %s, %s, %s, %s, %s)",
+            (d.name, d.gap, d.grace, d.retention, d.stream, d.measure),
         ).fetchone()
     assert row is not None
     return int(row[0])
@@ -144,22 +151,25 @@ def remove(conn: psycopg.Connection, name: str, now: datetime) -> bool:
 def definitions(conn: psycopg.Connection) -> list[SessionDefState]:
     """The definitions in force, by name."""
     rows = conn.execute(
-        "SELECT name, gap, grace, retention, stream_ts, merges, late, created_at "
-        "FROM slidewin.session_defs WHERE dropped_at IS NULL ORDER BY name"
+        f"SELECT {_DEF_COLUMNS} FROM slidewin.session_defs WHERE dropped_at IS NULL ORDER BY name"
     ).fetchall()
-    return [SessionDefState(SessionDef(*r[:4]), r[4], r[5], r[6], r[7]) for r in rows]
+    return [_state(r) for r in rows]
 
 
 def definition(conn: psycopg.Connection, name: str | None) -> SessionDefState:
     """The definition ``name`` (None: the only one), or ProcedureError naming the fix."""
     with session_errors():
-        row = conn.execute(
-            "SELECT name, gap, grace, retention, stream_ts, merges, late, created_at "
-            "FROM slidewin.session_def(%s)",
-            (name,),
-        ).fetchone()
+        row = conn.execute(f"SELECT {_DEF_COLUMNS} FROM slidewin.session_def(%s)", (name,)
+                           ).fetchone()
     assert row is not None
-    return SessionDefState(SessionDef(*row[:4]), row[4], row[5], row[6], row[7])
+    return _state(row)
+
+
+_DEF_COLUMNS = "name, gap, grace, retention, stream, measure, stream_ts, merges, late, created_at"
+
+
+def _state(r: tuple) -> SessionDefState:
+    return SessionDefState(SessionDef(*r[:6]), r[6], r[7], r[8], r[9])
 
 
 def _session(row: tuple) -> Session:

@@ -203,7 +203,9 @@ def set_retention(
 
 
 def drop(conn: psycopg.Connection, name: str) -> int:
-    """Remove a declared stream, its rows, rollups, state and dead letters; the rows it held."""
+    """Remove a declared stream, its rows, rollups, state and dead letters; the rows it held.
+    ProcedureError naming them while a join or a session window definition reads it: each was
+    defined apart from the stream, so each is taken away on its own first."""
     with procedure_errors(), conn.transaction():
         row = conn.execute("SELECT slidewin.stream_drop(%s)", (name,)).fetchone()
     return int(row[0]) if row else 0

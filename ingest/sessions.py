@@ -58,12 +58,13 @@ class Islands:
 
 
 def definitions(conn: psycopg.Connection) -> list[SessionRef]:
-    """The session definitions in force (usually none: then the sink does nothing more), each
-    locked for the transaction and with its cut (``slidewin.session_begin``)."""
+    """The session definitions of events in force (usually none: then the sink does nothing
+    more), each locked for the transaction and with its cut (``slidewin.session_begin``)."""
     rows = conn.execute(
         "SELECT (d).id, (d).gap, (d).base_ts - (d).grace FROM ("
         " SELECT slidewin.session_begin(id) AS d FROM slidewin.session_defs"
-        " WHERE dropped_at IS NULL ORDER BY id) AS x WHERE (d).id IS NOT NULL"
+        " WHERE dropped_at IS NULL AND stream = 'events' ORDER BY id) AS x"
+        " WHERE (d).id IS NOT NULL"
     ).fetchall()
     return [SessionRef(int(i), gap, cut) for i, gap, cut in rows]
 

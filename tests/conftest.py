@@ -28,8 +28,11 @@ CLEAN_SQL = (
     "slidewin.session_tombstones, slidewin.session_store, slidewin.session_defs"
 )
 
-# declared streams and joins are tables of their own: each test starts with none
+# declared streams and joins are tables of their own: each test starts with none (a stream's
+# session windows are removed first: stream_drop refuses a stream that has some)
 DROP_STREAMS_SQL = (
+    "UPDATE slidewin.session_defs SET dropped_at = now() "
+    "WHERE stream <> 'events' AND dropped_at IS NULL; "
     "SELECT slidewin.join_drop(name) FROM slidewin.joins; "
     "SELECT slidewin.stream_drop(name) FROM slidewin.streams WHERE NOT builtin"
 )

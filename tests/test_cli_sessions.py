@@ -20,7 +20,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from slidewin.client.cli import cli
-from slidewin.db import session_follow, sessions
+from slidewin.db import session_follow, sessions, streams
+from slidewin.db.streams import Column
 from tests import store_fixtures
 from tests.store_fixtures import at, put
 from tests.test_windows_follow import Lines
@@ -64,6 +65,27 @@ def test_add_list_read_and_remove(store):
     assert gone == {"deleted": 1, "chunk": 1}
 
 
+def test_a_declared_streams_session_window_from_add_to_streams_drop(store):
+    streams.define(store, "pings", key="host", time="at", columns=[Column("host", "text")])
+    added = last_json(run("add", "session", "p", "--gap", "10s", "--stream", "pings", "--json"))
+    assert (added["stream"], added["measure"]) == ("pings", None)
+    store.execute("INSERT INTO slidewin_streams.pings (host, at) VALUES ('h', %s), ('h', %s)",
+                  (at(0), at(3)))
+    listed = run("list")
+    assert "session p: stream pings, no measure (counts events)" in listed.output
+    doc = last_json(run("sessions", "p", "--json"))
+    assert [(s["key"], s["n"], s["sum"], s["avg"]) for s in doc["sessions"]] == [
+        ("h", 2, None, None)]
+    line = [x for x in run("sessions", "p").output.splitlines() if x.startswith("h ")]
+    assert len(line) == 1 and line[0].split()[-5:] == ["-", "-", "-", "-", "open"]
+    refused = CliRunner().invoke(cli, ["streams", "drop", "pings", "--yes"])
+    assert refused.exit_code != 0
+    assert "stream pings has session windows: p" in refused.output, refused.output
+    assert "slidewin windows remove NAME" in refused.output
+    assert run("remove", "p").exit_code == 0
+    assert CliRunner().invoke(cli, ["streams", "drop", "pings", "--yes"]).exit_code == 0
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -75,6 +97,9 @@ def test_add_list_read_and_remove(store):
         (["sessions", "nope"], "no session window named 'nope'"),
         (["sessions"], "no session window is defined"),
         (["sessions", "--key", "k" * 201], "--key must be 1 to 200 characters"),
+        (["add", "session", "v", "--gap", "10s", "--stream", "nope"], "no stream named 'nope'"),
+        (["add", "session", "v", "--gap", "10s", "--measure", "ts"],
+         "measure 'ts' is not a required bigint or integer column of stream events"),
     ],
 )
 def test_bad_input_names_the_option_and_the_fix(store, args, message):

@@ -80,6 +80,8 @@ def _fill(conn: psycopg.Connection) -> None:
     conn.execute("SELECT slidewin.ingest_advance('events', %s, %s, %s)", (at(40), at(40), 5 * S))
     streams.define(conn, "sensors", key="k", time="ts", measures=["v"], history=60 * S,
                    columns=[Column("k", "text"), Column("v", "double")])
+    sessions.define(conn, sessions.SessionDef("readings", 10 * S, 5 * S, timedelta(minutes=10),
+                                              stream="sensors"))
     conn.execute("INSERT INTO slidewin_streams.sensors (k, ts, v) SELECT 'k' || (i %% 3), "
                  "%s + i * interval '1.5 s', i / 7.0 FROM generate_series(0, 40) i", (at(0),))
     conn.execute("SELECT slidewin.ingest_advance('sensors', %s, %s, %s)", (at(40), at(40), S))
@@ -700,7 +702,9 @@ def test_db_roles_gives_up_on_a_lock_held_throughout_and_says_so(
     finally:
         batch.close()
     text = str(caught.value)
-    assert f"could not make {second}_owner the owner of slidewin.streams" in text, text
+    # the first table the batch holds in the handover's order: the session definitions, which
+    # the stream's session trigger reads on every insert
+    assert f"could not make {second}_owner the owner of slidewin.session_defs" in text, text
     assert "3 tries" in text and "run it again" in text
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM slidewin_streams.meters WHERE k = 'k9'"
@@ -788,3 +792,31 @@ def test_the_jobs_expire_a_removed_session_definition(store: str, prefix: str) -
     with psycopg.connect(store, autocommit=True) as admin:
         assert admin.execute("SELECT count(*) FROM slidewin.session_defs WHERE name = 'gone'"
                              ).fetchone() == (0,)
+
+
+def test_a_declared_streams_session_windows_under_every_role(store: str, prefix: str) -> None:
+    """The ingest's inserts keep them (late events dead-lettered too), the reader reads them,
+    and the jobs delete them once their definition is removed."""
+    with psycopg.connect(store, autocommit=True) as admin:
+        base = sessions.definition(admin, "readings").stream_ts
+    assert base is not None
+    with psycopg.connect(login_dsn(store, prefix, "ingest"), autocommit=True) as conn:
+        conn.execute("INSERT INTO slidewin_streams.sensors (k, ts, v) "
+                     "VALUES ('role', %s, 1), ('role', %s, 2)", (base + 100 * S, base + 104 * S))
+        conn.execute("INSERT INTO slidewin_streams.sensors (k, ts, v) VALUES ('role', %s, 3)",
+                     (base + 10 * S,))  # older than its stream time - grace 5 s: late
+    with psycopg.connect(login_dsn(store, prefix, "reader"), autocommit=True) as conn:
+        [s] = sessions.sessions(conn, "role", "readings")
+        assert (s.n, s.total) == (2, None)  # v is a double: the sessions count events
+        assert sessions.stats(conn, "readings").late == 1
+        assert conn.execute("SELECT count(*) FROM slidewin.dead_letters WHERE stream = "
+                            "'sensors' AND source = 'session:readings'").fetchone() == (1,)
+    with psycopg.connect(store, autocommit=True) as admin:
+        assert sessions.remove(admin, "readings", at(200))
+    with psycopg.connect(login_dsn(store, prefix, "jobs"), autocommit=True) as jobs:
+        expire_sessions(jobs, 100)
+    with psycopg.connect(store, autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM slidewin.session_defs WHERE name = "
+                             "'readings'").fetchone() == (0,)
+        sessions.define(admin, sessions.SessionDef("readings", 10 * S, 5 * S,
+                                                   timedelta(minutes=10), stream="sensors"))

@@ -5,6 +5,7 @@
   refused;
 - the built-in stream's "complete up to" is its own watermark, never past its stream time, however
   far another stream's data has gone;
+- each stream's board shows the session windows of that stream alone;
 - a stream whose windows the store refuses still gets its board -- the stream list above all,
   so another stream can be chosen -- with the refusal said beside it.
 
@@ -29,7 +30,7 @@ import pyarrow as pa
 import pytest
 
 from slidewin.client.serve.app import create_app
-from slidewin.db import streams
+from slidewin.db import sessions, streams
 from slidewin.db.streams import Column
 from slidewin.ingest.batch import GOOD_SCHEMA
 from slidewin.ingest.sink import BatchRows, write_batch
@@ -56,6 +57,8 @@ def dsn(make_store) -> str:
                     grace=timedelta(seconds=1))
         streams.define(conn, "weather", key="station", time="ts",
                        columns=[Column("station", "text")])
+        sessions.define(conn, sessions.SessionDef("showers", timedelta(seconds=10),
+                                                  stream="weather"))
         conn.execute("INSERT INTO slidewin_streams.weather (station, ts) SELECT 'w' || i, "
                      "%s + i * interval '1 second' FROM generate_series(98, 100) i", (T0,))
         conn.execute("SELECT slidewin.ingest_advance('weather', %s, %s, '0s')",
@@ -88,6 +91,14 @@ def test_a_stream_without_a_measure_shows_its_counts(client):
     assert parts["gauges"]["rows"] == 3 and parts["partitions"][0]["rows"] == 3
     assert parts["window_problem"] is None
     assert board(client)["parts"]["view"]["measured"] is True  # the built-in stream has val
+
+
+def test_each_streams_board_shows_its_own_session_windows(client):
+    shown = board(client, "?stream=weather")["parts"]["sessions"]["sessions"]
+    # one open session per station: w98, w99, w100
+    assert [(d["name"], d["stream"], d["open"]) for d in shown] == [("showers", "weather", 3)]
+    assert board(client)["parts"]["sessions"]["sessions"] == []  # events has none
+    assert board(client, "?stream=sensors")["parts"]["sessions"]["sessions"] == []
 
 
 @pytest.mark.parametrize(("query", "said"), [

@@ -14,7 +14,7 @@ A key *value* is data, not a name: the hostile strings are stored and read back 
 
 And names the rules do allow but SQL reserves (``select``, ``order``, ``from``, ``limit``,
 ``table``, ``union``) make objects with exactly those names, through every DDL and query path:
-define, alter, insert, windows, a join's results, nibble, drop.
+define, alter, insert, windows, session windows, a join's results, nibble, drop.
 
 Sites no user's name reaches are left out: partition upkeep (ensure_partitions, nibble,
 attach_rollup_triggers and attach_session_trigger take partition numbers or a regclass,
@@ -112,6 +112,11 @@ SLOTS: dict[str, tuple[str, str]] = {
     "stream_window_state": ("SELECT * FROM slidewin.stream_window_state(%(h)s, 10, 5)",
                             "sensors"),
     "stream_nibble": ("SELECT slidewin.stream_nibble(%(h)s, %(t1)s, 10)", "sensors"),
+    "session_define stream": ("SELECT slidewin.session_define('fresh_s', '10 s', "
+                              "p_stream => %(h)s)", "sensors"),
+    "session_define measure": ("SELECT slidewin.session_define('fresh_s', '10 s', "
+                               "p_measure => %(h)s)", "val"),
+    "session_triggers": ("SELECT slidewin.session_triggers(%(h)s)", "sensors"),
     "join_define name": ("SELECT slidewin.join_define(%(h)s, 'sensors', 'parcels', 'k')",
                          "fresh_j"),
     "join_define left": ("SELECT slidewin.join_define('fresh_j', %(h)s, 'parcels', 'k')",
@@ -259,6 +264,7 @@ def test_reserved_words_make_objects_with_exactly_those_names(
         " AND attnum > 0 AND NOT attisdropped")}
     assert columns == {"order", "from", "limit", "table"}
 
+    c.execute("SELECT slidewin.session_define('sel', '10 s', p_stream => 'select')")
     c.execute('INSERT INTO slidewin_streams."select" ("order", "from", "limit", "table") '
               "VALUES ('a', %(t0)s, 3, 4), ('a', %(t0)s + interval '1 s', 5, 6)", PARAMS)
     c.execute('INSERT INTO slidewin_streams."where" ("group", "order", "from") '
@@ -277,6 +283,9 @@ def test_reserved_words_make_objects_with_exactly_those_names(
     shown = c.execute("SELECT l FROM slidewin.join_show('union', %(t0)s, %(t1)s)",
                       PARAMS).fetchall()
     assert len(shown) == 2 and all(left["limit"] in (3, 5) for (left,) in shown), shown
+    assert c.execute("SELECT uuid, n, sum FROM slidewin.sessions(NULL, 'sel')").fetchall() == [
+        ("a", 2, None)]  # its key column "order", time "from"; no required measure: counts
+    assert c.execute("SELECT slidewin.session_remove('sel')").fetchone() == (True,)
     c.execute("SELECT slidewin.stream_nibble('select', %(t1)s, 10)", PARAMS)
     c.execute("SELECT slidewin.join_drop('union')")
     c.execute("SELECT slidewin.stream_drop('where')")

@@ -5,7 +5,7 @@ then may switch to one generic plan, whose expressions it estimates by running t
 functions: ``coalesce(p_name, slidewin.session_only())`` once failed from the sixth call on
 ("there are 2 session windows") although a name was given. A test that calls each function
 once on a fresh connection cannot see that, so here each one is called twelve times on one
-connection, with two session windows defined, data in every table it reads, and its answers
+connection, with session windows defined, data in every table it reads, and its answers
 compared with the first call's.
 
 ``CALLS`` must name every function in the schema: a new function without a sample call fails
@@ -140,6 +140,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "session_remove": ("SELECT slidewin.session_remove(%s, %s)", (lambda i: (f"extra{i}", at(0))),
                        True),
     "session_stats": ("SELECT * FROM slidewin.session_stats(%s)", ("visits",), False),
+    "session_triggers": ("SELECT slidewin.session_triggers(%s)", ("sensors",), False),
     "sessions": ("SELECT * FROM slidewin.sessions(%s, %s)", ("a", "visits"), False),
     "sessions_apply": ("SELECT slidewin.sessions_apply(id, ARRAY['q'], ARRAY[%s::timestamptz], "
                        "ARRAY[%s::timestamptz], '{1}', '{1}', '{1}', '{1}') FROM "
@@ -260,13 +261,16 @@ TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "roll
 
 @pytest.fixture
 def busy(sconn: psycopg.Connection) -> psycopg.Connection:
-    """A store with events, a watermark and two session windows (so no name may be left out)."""
+    """A store with events, a watermark and session windows -- two over events, one over a
+    declared stream (so no name may be left out)."""
     sessions.define(sconn, sessions.SessionDef("visits", 10 * S, 5 * S, timedelta(minutes=10)))
     sessions.define(sconn, sessions.SessionDef("clicks", 30 * S, 0 * S, timedelta(minutes=10)))
     put(sconn, [(k, i, at(i * 1.5)) for i in range(27) for k in ("a", "b")])
     sconn.execute("SELECT slidewin.ingest_advance('events', %s, %s, %s)", (at(40), at(40), 5 * S))
     streams.define(sconn, "sensors", key="k", time="ts", measures=["v", "w"], history=60 * S,
                    columns=[Column("k", "text"), Column("v", "double"), Column("w", "bigint")])
+    sessions.define(sconn, sessions.SessionDef("readings", 10 * S, 5 * S, timedelta(minutes=10),
+                                               stream="sensors"))  # the trigger runs dynamic SQL
     sconn.execute("INSERT INTO slidewin_streams.sensors (k, ts, v, w) "
                   "SELECT 'k' || (i %% 3), %s + i * interval '1.5 s', i / 7.0, i FROM "
                   "generate_series(0, 40) i", (at(0),))

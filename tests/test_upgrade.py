@@ -79,6 +79,9 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
             ("events", True)]
         dead = conn.execute("SELECT count(*), count(stream) FROM slidewin.dead_letters").fetchone()
         assert dead[0] > 0 and dead[1] == 0  # every old dead letter is the built-in stream's
+        # the old session window is events', over its measure val
+        assert conn.execute("SELECT stream, measure FROM slidewin.session_defs").fetchall() == [
+            ("events", "val")]
 
 
 def test_the_upgraded_store_is_written_and_read_as_a_new_one(v1_store: str) -> None:

@@ -15,8 +15,9 @@ from slidewin.db.errors import ConfigError
 
 
 def def_json(d: sessions.SessionDef) -> dict[str, Any]:
-    return {"kind": "session", "name": d.name, "gap_s": d.gap.total_seconds(),
-            "grace_s": d.grace.total_seconds(), "retention_s": d.retention.total_seconds()}
+    return {"kind": "session", "name": d.name, "stream": d.stream, "measure": d.measure,
+            "gap_s": d.gap.total_seconds(), "grace_s": d.grace.total_seconds(),
+            "retention_s": d.retention.total_seconds()}
 
 
 def stats_json(s: sessions.SessionStats) -> dict[str, Any]:
@@ -30,7 +31,8 @@ def stats_json(s: sessions.SessionStats) -> dict[str, Any]:
 def session_json(s: sessions.Session) -> dict[str, Any]:
     return {"key": s.key, "start": s.start.isoformat(), "end": s.end.isoformat(),
             "length_s": s.length.total_seconds(), "n": s.n, "sum": number(s.total),
-            "min": s.vmin, "max": s.vmax, "avg": float(s.avg), "final": s.final}
+            "min": s.vmin, "max": s.vmax, "avg": None if s.avg is None else float(s.avg),
+            "final": s.final}
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,12 @@ class Definitions:
                              for d in self.defs], "warnings": self.warnings}
 
 
-def definitions(conn: psycopg.Connection) -> Definitions:
-    defs = sessions.definitions(conn)
-    found = sessions.all_stats(conn)
+def definitions(conn: psycopg.Connection, stream: str | None = None) -> Definitions:
+    """Every definition in force, or those of ``stream`` (the dashboard's stream's)."""
+    defs = [d for d in sessions.definitions(conn)
+            if stream is None or d.definition.stream == stream]
+    names = {d.definition.name for d in defs}
+    found = [s for s in sessions.all_stats(conn) if s.name in names]
     warnings = sessions.warnings(conn, found)
     return Definitions(defs, {s.name: s for s in found}, warnings)
 

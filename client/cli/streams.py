@@ -232,6 +232,8 @@ def alter_cmd(app: AppContext, name: str, add_columns: tuple[str, ...], as_measu
 @pass_app
 def drop_cmd(app: AppContext, name: str, yes: bool, as_json: bool) -> None:
     """Remove a declared stream: its table, rollups, state and dead letters, together.
+    Refused while a join reads it or a session window keeps its sessions: the error names
+    them; drop those first (slidewin joins drop NAME --yes, slidewin windows remove NAME).
 
     \b
     Example:

@@ -40,27 +40,39 @@ def add_group() -> None:
               help="How late an event may be and still change a session.")
 @click.option("--retention", type=DURATION, default="1h", show_default=True,
               help="How long sessions are kept after they end (at least gap + grace).")
+@click.option("--stream", default="events", show_default=True,
+              help="The stream whose events make the sessions: events, or one declared with "
+                   "`slidewin streams add` (its key column is the session key, its time column "
+                   "the event time).")
+@click.option("--measure", default=None,
+              help="A required bigint or integer column of the stream whose sum, min, max and "
+                   "avg each session keeps [default: val for events; a declared stream's first "
+                   "such measure, else none: sessions count events only].")
 @json_option("One JSON object on stdout.")
 @pass_app
 def add_session_cmd(app: AppContext, name: str, gap: timedelta, grace: timedelta,
-                    retention: timedelta, as_json: bool) -> None:
+                    retention: timedelta, stream: str, measure: str | None,
+                    as_json: bool) -> None:
     """Register session window NAME: per key, runs of events at most --gap apart (Kafka's
-    session windows). Every insert from now on -- the ingest, psql -- keeps its sessions in
-    its own transaction; events that would change a closed session are dead-lettered as late
-    (source session:NAME) and still stored.
+    session windows) of --stream. Every insert into the stream from now on -- the ingest,
+    psql -- keeps its sessions in its own transaction; events that would change a closed
+    session are dead-lettered as late (source session:NAME) and still stored.
 
     \b
     Examples:
       slidewin windows add session visits --gap 30s
       slidewin windows add session visits --gap 30s --grace 5s --retention 2h --json
+      slidewin windows add session rides --gap 5m --stream trips --measure fare_cents
     """
-    definition = sessions.SessionDef(name, gap, grace, retention)
     with app.connect() as conn:
-        def_id = sessions.define(conn, definition)
+        def_id = sessions.define(
+            conn, sessions.SessionDef(name, gap, grace, retention, stream, measure))
+        definition = sessions.definition(conn, name).definition  # the measure it took
     if as_json:
         emit_json({"id": def_id, **_def_json(definition)})
     else:
-        click.echo(f"session window {name}: gap {_s(gap)}, grace {_s(grace)}, retention "
+        click.echo(f"session window {name}: stream {definition.stream}, "
+                   f"{_measure(definition)}, gap {_s(gap)}, grace {_s(grace)}, retention "
                    f"{_s(retention)}; kept from the next insert on")
 
 
@@ -104,8 +116,9 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
         click.echo("no window definitions; add one: slidewin windows add session NAME --gap 30s")
     for d in defs:
         x = d.definition
-        click.echo(f"session {x.name}: gap {_s(x.gap)}, grace {_s(x.grace)}, retention "
-                   f"{_s(x.retention)}; stream time {_hms(d.stream_ts)}")
+        click.echo(f"session {x.name}: stream {x.stream}, {_measure(x)}, gap {_s(x.gap)}, "
+                   f"grace {_s(x.grace)}, retention {_s(x.retention)}; stream time "
+                   f"{_hms(d.stream_ts)}")
         click.echo(f"  {sessions.stats_line(stats[x.name])}")
         click.echo(f"  {_cost_line(stats[x.name])}")
     _warn(warnings)
@@ -196,9 +209,19 @@ HEADER = (f"{'key':36}  {'start':26}  {'end':26}  {'length_s':>9}  {'n':>7}  {'s
 
 def session_line(s: sessions.Session, mark: str = "") -> str:
     tail = mark or ("final" if s.final else "open")
+    avg = "-" if s.avg is None else f"{float(s.avg):.3f}"
     return (f"{s.key:36}  {_us(s.start):26}  {_us(s.end):26}  {s.length.total_seconds():>9.3f}  "
-            f"{s.n:>7}  {number(s.total)!s:>12}  {s.vmin:>8}  {s.vmax:>8}  "
-            f"{float(s.avg):>12.3f}  {tail}")
+            f"{s.n:>7}  {_dash(number(s.total)):>12}  {_dash(s.vmin):>8}  {_dash(s.vmax):>8}  "
+            f"{avg:>12}  {tail}")
+
+
+def _dash(value: object) -> str:
+    """A value, or '-' where a definition without a measure has none."""
+    return "-" if value is None else str(value)
+
+
+def _measure(d: sessions.SessionDef) -> str:
+    return f"measure {d.measure}" if d.measure else "no measure (counts events)"
 
 
 def _follow(conn: Any, name: str, key: str | None, emit: str, as_json: bool,

@@ -186,8 +186,7 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
         "partitions": partitions,
         "dead_letters": answer_store.dead_letters(conn, stream=view.stream,
                                                   limit=DEAD_LETTERS_SHOWN).as_json(),
-        "sessions": (answer_sessions.definitions(conn).as_json() if stream is None
-                     else {"sessions": [], "warnings": []}),
+        "sessions": answer_sessions.definitions(conn, view.stream).as_json(),
         "joins": answer_joins.join_list(conn),
         "streams": [{"name": s.name, "builtin": s.builtin, "measures": list(s.measures)}
                     for s in streams.list_streams(conn)],

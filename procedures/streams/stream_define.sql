@@ -8,8 +8,8 @@
 -- rollups keep. keep_extra adds `attrs jsonb` for fields the stream does not declare.
 -- Creates slidewin_streams.<name> (identity: time and key, as (ts, uuid) for events; its primary
 -- key is the time index too), hash partitioned on the key into slidewin_streams."<name>#<i>";
--- slidewin_rollups.<name> and its minute grain slidewin_rollups."<name>#minute"; and the rollup
--- triggers. Every name goes through
+-- slidewin_rollups.<name> and its minute grain slidewin_rollups."<name>#minute"; the rollup
+-- triggers; and the session trigger (slidewin.session_triggers). Every name goes through
 -- slidewin.check_stream_name and format('%I'): a name with quotes or semicolons is refused,
 -- never executed. Returns the stream's row.
 CREATE OR REPLACE FUNCTION slidewin.stream_define(
@@ -133,6 +133,7 @@ BEGIN
     EXECUTE format('CREATE TRIGGER rollups_on_truncate AFTER TRUNCATE ON slidewin_streams.%I '
                    'FOR EACH STATEMENT EXECUTE FUNCTION slidewin.stream_rollups_on_truncate(%L)',
                    p_name, p_name);
+    PERFORM slidewin.session_triggers(p_name);  -- its session windows, once one is defined
     SELECT * INTO v_row FROM slidewin.streams WHERE name = p_name;
     PERFORM slidewin.regrant_roles();  -- the new tables get each role set's grants
     RETURN v_row;

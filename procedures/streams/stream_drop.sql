@@ -1,5 +1,9 @@
 -- slidewin.stream_drop(name): remove a declared stream -- its table and partitions, rollups,
 -- state, registry row and dead letters -- in one transaction. Returns the rows it held.
+-- Refused while a join reads it or a session window definition in force keeps its sessions
+-- (each error names them and the fix): dropping either with the stream would lose what a user
+-- defined apart from it. The stream's row is locked first, so a definition being added
+-- (slidewin.session_define) is either seen here or refused there.
 CREATE OR REPLACE FUNCTION slidewin.stream_drop(p_name text)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -8,6 +12,15 @@ DECLARE
     v_s    slidewin.streams := slidewin.stream_get(p_name);
     v_rows bigint;
 BEGIN
+    PERFORM 1 FROM slidewin.streams WHERE name = v_s.name FOR UPDATE;
+    IF EXISTS (SELECT 1 FROM slidewin.session_defs
+                WHERE stream = v_s.name AND dropped_at IS NULL) THEN
+        RAISE EXCEPTION 'stream % has session windows: %', v_s.name,
+            (SELECT string_agg(name, ', ' ORDER BY name) FROM slidewin.session_defs
+              WHERE stream = v_s.name AND dropped_at IS NULL)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'remove them first (slidewin windows remove NAME)';
+    END IF;
     IF EXISTS (SELECT 1 FROM slidewin.joins WHERE v_s.name IN (left_stream, right_stream)) THEN
         RAISE EXCEPTION 'stream % is joined by %', v_s.name,
             (SELECT string_agg(name, ', ' ORDER BY name) FROM slidewin.joins

@@ -40,3 +40,10 @@ ALTER TABLE slidewin.session_defs
 -- a name is taken once among the definitions in force
 CREATE UNIQUE INDEX IF NOT EXISTS session_defs_name ON slidewin.session_defs (name)
     WHERE dropped_at IS NULL;
+-- the stream a definition keeps sessions of (slidewin.streams' name; `events` for every
+-- definition made before streams could have sessions) and the measure it aggregates: a required
+-- integer column of that stream (`val` for events), or NULL to count events only. A new column
+-- comes with its default and loses it at once: the rows it finds are events' definitions.
+ALTER TABLE slidewin.session_defs ADD COLUMN IF NOT EXISTS stream text NOT NULL DEFAULT 'events';
+ALTER TABLE slidewin.session_defs ADD COLUMN IF NOT EXISTS measure text DEFAULT 'val';
+ALTER TABLE slidewin.session_defs ALTER COLUMN measure DROP DEFAULT;

@@ -21,3 +21,7 @@ CREATE INDEX IF NOT EXISTS session_store_key_end ON slidewin.session_store (def_
 CREATE INDEX IF NOT EXISTS session_store_end ON slidewin.session_store (def_id, end_ts);
 -- `--emit update`: the sessions changed since a version
 CREATE INDEX IF NOT EXISTS session_store_version ON slidewin.session_store (def_id, version);
+-- a definition that counts events only (no measure, slidewin.session_defs) keeps no sum, min or max
+ALTER TABLE slidewin.session_store ALTER COLUMN total DROP NOT NULL;
+ALTER TABLE slidewin.session_store ALTER COLUMN vmin DROP NOT NULL;
+ALTER TABLE slidewin.session_store ALTER COLUMN vmax DROP NOT NULL;
