@@ -94,7 +94,7 @@ def test_as_of_within_on_a_table_is_bounded_and_final(store):
     assert (added["kind"], added["within_s"], added["right_table"]) == ("asof", 600.0, True)
     text = ok("joins", "add", "any_age", "--left", "orders", "--right", "prices", "--on",
               "product", "--as-of").stdout
-    assert "prices is a table: an answer is final once orders's watermark" in text
+    assert "prices is a table: an answer is final once the watermark of orders" in text
     doc = as_json("joins", "show", "priced", "--from", "2026-01-01T00:00Z", "--to",
                   "2100-01-01T00:00Z")
     assert [(r["l"]["id"], (r["r"] or {}).get("id"), r["final"]) for r in doc["rows"]] == [

@@ -175,8 +175,8 @@ def add_cmd(app: AppContext, name: str, left: str, right: str, on: str,
         click.echo(f"  answers read from the streams when asked (nothing is stored): each "
                    f"{join.left} record with {_what_right(join)}")
         if join.right_table:
-            click.echo(f"  {join.right} is a table: an answer is final once {join.left}'s "
-                       f"watermark (less grace {format_duration(join.grace)}) passed its "
+            click.echo(f"  {join.right} is a table: an answer is final once the watermark of "
+                       f"{join.left} (less grace {format_duration(join.grace)}) passed its "
                        f"record; a {join.right} version arriving behind it is late, left out")
     click.echo(f"  read it: slidewin joins show {join.name} --last 10m")
     click.echo(f"  SQL: SELECT * FROM slidewin.join_show('{join.name}', now() - interval "
