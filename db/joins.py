@@ -10,7 +10,10 @@ one set of rules and error messages. Three kinds:
 - ``rows``: each left record with the right records among the n newest at or before its time
   (Samza's ``OVER (ROWS n PRECEDING)``), read from the streams when asked;
 - ``asof``: each left record with the right stream's newest record for its key at or before its
-  time -- the version of that table valid then, not the latest one -- read when asked.
+  time (and no older than its time - ``within``, when given) -- the version of that table valid
+  then, not the latest one -- read when asked. When the right stream is a table
+  (``streams.define(..., is_table=True)``) the join keeps a watermark W (the left stream's), an
+  answer is final once W passed its left record, and a version arriving behind W is late.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class Join:
     select_left: tuple[str, ...]
     select_right: tuple[str, ...]
     watermark: datetime | None
+    within: timedelta | None = None  # an as-of join's bound on a version's age (None: any)
+    right_table: bool = False  # an as-of join whose right stream is a table
 
     @property
     def on(self) -> str:
@@ -63,6 +68,8 @@ class Join:
             "idle_s": None if self.idle is None else self.idle.total_seconds(),
             "rows": self.rows, "select_left": list(self.select_left),
             "select_right": list(self.select_right),
+            "within_s": None if self.within is None else self.within.total_seconds(),
+            "right_table": self.right_table,
         }
 
 
@@ -112,6 +119,7 @@ def _join(row: dict[str, Any]) -> Join:
         before=row["before"], after=row["after"], grace=row["grace"], idle=row["idle"],
         rows=row["n_rows"], select_left=tuple(row["select_left"]),
         select_right=tuple(row["select_right"]), watermark=row["watermark"],
+        within=row["within"], right_table=row["right_table"],
     )
 
 
@@ -127,21 +135,25 @@ def define(
     grace: timedelta = timedelta(0), idle: timedelta | None = DEFAULT_IDLE,
     rows: int | None = None, select_left: Sequence[str] | None = None,
     select_right: Sequence[str] | None = None, now: datetime | None = None,
+    within: timedelta | None = None,
 ) -> Join:
     """Define a join (``slidewin.join_define``) in one transaction; an interval join pairs what
     the streams hold already. ``now`` is the clock of the idle rule (default: the database's).
-    Durations are bounded first (0 .. 100 years; idle more than 0), as the SQL bounds them."""
-    for option, value in (("--before", before), ("--after", after), ("--grace", grace)):
+    ``within``: an as-of join's bound -- a version older than the left record's time - within is
+    not paired (None: any age). Durations are bounded first (0 .. 100 years; idle more than 0),
+    as the SQL bounds them."""
+    for option, value in (("--before", before), ("--after", after), ("--grace", grace),
+                          ("--within", within)):
         check_duration(option, value, fix="use a shorter window")
     check_duration("--idle", idle, zero=False, fix="use a shorter --idle, or never")
     left_on, right_on = parse_on(on)
     with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
             "SELECT * FROM slidewin.join_define(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-            "%s, %s, coalesce(%s, now()))",
+            "%s, %s, coalesce(%s, now()), %s)",
             (name, left, right, left_on, right_on, kind, join_type, before, after, grace, idle,
              rows, None if select_left is None else list(select_left),
-             None if select_right is None else list(select_right), now),
+             None if select_right is None else list(select_right), now, within),
         ).fetchone()
     assert row is not None
     return _join(row)
@@ -220,8 +232,9 @@ def results(conn: psycopg.Connection, name: str) -> list[Identity]:
 
 
 def advance(conn: psycopg.Connection, now: datetime, stream: str | None = None) -> int:
-    """Move every interval join's W (those reading ``stream`` only, when given) and write the
-    outer rows that became final -- the scheduler's tick; the joins advanced."""
+    """Move the W of every interval join and as-of join of a table (those reading ``stream``
+    only, when given) and write the outer rows that became final -- the scheduler's tick; the
+    joins advanced."""
     with procedure_errors():
         row = conn.execute("SELECT slidewin.joins_advance(%s, %s)", (stream, now)).fetchone()
     return int(row[0]) if row else 0

@@ -76,6 +76,7 @@ class Stream:
     history: timedelta | None = None
     grace: timedelta = timedelta(0)
     builtin: bool = False
+    is_table: bool = False  # versioned rows by key, every version kept (no history)
 
     @property
     def table(self) -> sql.Composed:
@@ -100,7 +101,7 @@ def _stream(row: dict[str, Any]) -> Stream:
         ),
         measures=tuple(row["measures"]), keep_extra=row["keep_extra"],
         partitions=row["partitions"], history=row["history"], grace=row["grace"],
-        builtin=row["builtin"],
+        builtin=row["builtin"], is_table=row["is_table"],
     )
 
 
@@ -129,15 +130,17 @@ def get_stream(conn: psycopg.Connection, name: str, *, builtin: bool = False) ->
 def define(
     conn: psycopg.Connection, name: str, *, key: str, time: str, columns: Sequence[Column],
     measures: Sequence[str] = (), keep_extra: bool = False, partitions: int = 4,
-    history: timedelta | None = None, grace: timedelta = timedelta(0),
+    history: timedelta | None = None, grace: timedelta = timedelta(0), is_table: bool = False,
 ) -> Stream:
-    """Declare a stream and create its tables (``slidewin.stream_define``), in one transaction."""
-    check_retention(history, grace)
+    """Declare a stream and create its tables (``slidewin.stream_define``), in one transaction.
+    ``is_table``: a table -- versioned rows by key, every version kept, so no ``history``."""
+    check_retention(history, grace, is_table=is_table)
     cols = json.dumps([{"name": c.name, "type": c.type, "required": c.required} for c in columns])
     with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
-            "SELECT * FROM slidewin.stream_define(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)",
-            (name, key, time, cols, list(measures), keep_extra, partitions, history, grace),
+            "SELECT * FROM slidewin.stream_define(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s)",
+            (name, key, time, cols, list(measures), keep_extra, partitions, history, grace,
+             is_table),
         ).fetchone()
     assert row is not None
     return _stream(row)
@@ -163,11 +166,18 @@ def add_measure(conn: psycopg.Connection, name: str, column: str) -> Stream:
     return _stream(row)
 
 
-def check_retention(history: timedelta | None, grace: timedelta | None) -> None:
+def check_retention(history: timedelta | None, grace: timedelta | None, *,
+                    is_table: bool = False) -> None:
     """ConfigError unless ``history`` (None: forever) is more than 0 and ``grace`` 0 or more,
     each at most db.limits.MAX_DURATION, and history is at least grace + 1 s (KIP-428:
     retention >= size + grace, and a window is at least 1 s: a shorter history would refuse
-    every window of the stream). The SQL twin: ``slidewin.stream_check_retention``."""
+    every window of the stream); a table (``is_table``) has no history at all: it keeps every
+    version, so that an as-of answer final once stays so. The SQL twin:
+    ``slidewin.stream_check_retention``."""
+    if is_table and history is not None:
+        raise ConfigError(
+            f"--history {format_duration(history)}: a table (--table) keeps every version, with "
+            "no retention; leave out --history (or give --history forever)")
     check_duration("--history", history, zero=False)
     if grace is None:
         raise ConfigError("--grace is missing; give --grace 0s or more")
@@ -192,7 +202,8 @@ def set_retention(
     trigger checks again for a psql UPDATE)."""
     now = get_stream(conn, name)
     new_history = None if forever else (history if history is not None else now.history)
-    check_retention(new_history, grace if grace is not None else now.grace)
+    check_retention(new_history, grace if grace is not None else now.grace,
+                    is_table=now.is_table)
     with procedure_errors(), conn.transaction():
         conn.execute(
             "UPDATE slidewin.streams SET history = CASE WHEN %(forever)s THEN NULL "

@@ -435,7 +435,8 @@ def test_the_readme_example_prints_the_rows_the_readme_shows(store):
                     ran.append(argv[1:4])
     assert ran == [["streams", "add", "orders"], ["streams", "add", "shipments"],
                    ["joins", "add", "shipped"], ["joins", "add", "recent"],
-                   ["streams", "add", "readings"], ["streams", "add", "tags"]]
+                   ["streams", "add", "readings"], ["streams", "add", "tags"],
+                   ["streams", "add", "prices"]]
     shown = {}
     for m in ROWS_OF.finditer(section):
         argv = m.group("command").split()

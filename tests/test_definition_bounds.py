@@ -229,6 +229,30 @@ def test_join_duration_extremes_are_refused_or_work(two, option, value, expect):
     _join_works(two)
 
 
+@pytest.mark.parametrize(("value", "expect"), EXTREMES)
+def test_as_of_within_extremes_are_refused_or_work(two, value, expect):
+    """An as-of join's --within (how old a version may be): bounded as every duration, both
+    sides, and at 100 years the lookup (record time - within) still answers."""
+    def define() -> joins.Join:
+        return joins.define(two, "j", left="a", right="b", on="k", kind="asof",
+                            join_type="left", within=value, now=NOW)
+
+    if expect not in ("ok", "zero"):
+        with pytest.raises(ConfigError, match=f"--within .*{re.escape(expect)}"):
+            define()
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="within"):
+            two.execute("SELECT slidewin.join_define('j', 'a', 'b', 'k', p_kind => 'asof', "
+                        "p_within => %s)", (value,))
+        return
+    define()
+    _batch(two, "b", [(1, 7, 0.0)])
+    _batch(two, "a", [(1, 7, 0.0), (2, 7, 1.0), (3, 8, 1.0)])
+    found = {a.l["id"]: a.r and a.r["id"]
+             for a in joins.show(two, "j", at(-10), at(10), None) if a.l}
+    # within 0 pairs a version of the record's own time only; 1 us, none a second old
+    assert found == {1: 1, 2: None if value in (timedelta(0), US) else 1, 3: None}
+
+
 @pytest.mark.parametrize(("idle", "expect"), [
     pytest.param(timedelta(0), "--idle 0s must be more than 0", id="0"),
     pytest.param(US, "ok", id="1us"),

@@ -102,3 +102,69 @@ def test_the_upgraded_store_is_written_and_read_as_a_new_one(v1_store: str) -> N
         [visit] = [s for s in sessions.sessions(conn, "k1") if s.end == good["ts"][0].as_py()]
         assert visit.n >= 1
         assert windows.status(conn, V1_T0, V1_T0).complete_up_to == V1_T0 + timedelta(seconds=207)
+
+
+# -- a store of schema version 2 with joins -----------------------------------------------------
+
+V2_JOINS = Path(__file__).parent / "fixtures" / "store_v2_joins.sql"
+JOINS_KEPT = {
+    "joins": "SELECT name, kind, join_type, left_stream, right_stream, before, after, grace, "
+             "n_rows, watermark, pairs, left_only, late_left, late_right FROM slidewin.joins "
+             "ORDER BY name",
+    "paid": "SELECT l_id, r_id, ts FROM slidewin_joins.paid ORDER BY seq",
+    "streams": "SELECT name, history, grace FROM slidewin.streams ORDER BY name",
+}
+
+
+def answers(conn: psycopg.Connection) -> dict[str, list[tuple]]:
+    """Every join's answers as join_show reads them, final flags included."""
+    return {name: conn.execute(
+        "SELECT ts, l->>'id', r->>'id', final FROM slidewin.join_show(%s, '-infinity', "
+        "'infinity', NULL) ORDER BY ts, 2, 3", (name,)).fetchall()
+        for (name,) in conn.execute("SELECT name FROM slidewin.joins ORDER BY name")}
+
+
+@pytest.fixture
+def v2_store(pg_admin_dsn: str) -> Iterator[str]:
+    dsn = create_database(pg_admin_dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(V2_JOINS.read_text(encoding="utf-8"))
+    yield dsn
+    drop_database(pg_admin_dsn, dsn)
+
+
+def test_init_keeps_a_version_2_stores_joins_and_their_answers(v2_store: str) -> None:
+    """The joins defined before as-of --within and tables existed answer as they did: no age
+    bound, no table, the interval join's stored results and counts as they were."""
+    with psycopg.connect(v2_store, autocommit=True) as conn:
+        assert current_version(conn) == 2
+        kept = {name: conn.execute(q).fetchall() for name, q in JOINS_KEPT.items()}
+        before = answers(conn)
+        assert len(before["priced"]) == 4 and len(kept["paid"]) == 3
+        init_schema(conn)
+        assert {name: conn.execute(q).fetchall() for name, q in JOINS_KEPT.items()} == kept
+        assert answers(conn) == before
+        assert conn.execute("SELECT name, within, right_table FROM slidewin.joins "
+                            "ORDER BY name").fetchall() == [
+            ("last2", None, False), ("paid", None, False), ("priced", None, False)]
+        assert conn.execute("SELECT bool_or(is_table) FROM slidewin.streams").fetchone() == (
+            False,)
+        # one define function each (the one before is gone: no call is ambiguous), and what
+        # they take now works on the upgraded store
+        for fn in ("join_define", "stream_define"):
+            assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = %s",
+                                (fn,)).fetchone() == (1,)
+        conn.execute("SELECT slidewin.stream_define('rates', 'id', 'ts', "
+                     "'[{\"name\": \"id\"}, {\"name\": \"k\"}]', p_is_table => true)")
+        conn.execute("INSERT INTO slidewin_streams.rates (id, k, ts) VALUES ('r1', 'a', %s)",
+                     (V1_T0,))
+        conn.execute("SELECT slidewin.ingest_advance('rates', %s, %s, '0s')", (V1_T0, V1_T0))
+        conn.execute("SELECT slidewin.join_define('rated', 'orders', 'rates', 'k', "
+                     "p_kind => 'asof', p_join_type => 'left', p_within => '5 s')")
+        rated = conn.execute("SELECT l->>'id', r->>'id', final FROM slidewin.join_show("
+                             "'rated', '-infinity', 'infinity', NULL) ORDER BY ts").fetchall()
+        # orders' watermark is 20 s: each order before it is final, o3 (20 s) not yet; o2
+        # (11 s) is past the 5 s bound
+        assert rated == [("o1", "r1", True), ("o4", None, True), ("o2", None, True),
+                         ("o3", None, False)]
+        assert init_schema(conn).applied_migrations == ()

@@ -95,7 +95,8 @@ def joins_group() -> None:
               help="The key: COLUMN (the same name in both) or LEFT_COLUMN=RIGHT_COLUMN.")
 @click.option("--within", type=SPAN, default=None,
               help="Interval join: right records at most this far before or after the left one "
-                   "(--before and --after both this).")
+                   "(--before and --after both this). With --as-of: a version older than the "
+                   "left record's time minus this is not paired (default: any age).")
 @click.option("--before", type=SPAN, default=None,
               help="Interval join: how far before the left record a right one may be "
                    "(default 0s when --after is given).")
@@ -107,7 +108,8 @@ def joins_group() -> None:
                    "record (Samza's OVER (ROWS N PRECEDING)).")
 @click.option("--as-of", "as_of", is_flag=True,
               help="As-of join: each left record with the right record for its key valid at "
-                   "its time (the newest at or before it).")
+                   "its time (the newest at or before it). A right stream declared --table "
+                   "makes each answer final once the left stream's watermark passed its record.")
 @click.option("--grace", type=SPAN, default="0s", show_default=True,
               help="How far W stays behind the streams' time: records this late still pair.")
 @click.option("--idle", type=IDLE, default="1m", show_default=True,
@@ -138,12 +140,13 @@ def add_cmd(app: AppContext, name: str, left: str, right: str, on: str,
           --type left --grace 10s --select amount,payments.method
       slidewin joins add recent --left shipments --right orders --on order_id=id --rows 3
       slidewin joins add priced --left orders --right prices --on product --as-of
+      slidewin joins add fresh --left orders --right readings --on site --as-of --within 10m
       slidewin joins add near --left readings --right readings --on station --within 5s
       slidewin joins add tagged --left events --right tags --on uuid=key --within 1m
     SQL: SELECT * FROM slidewin.join_define('orders_shipments', 'orders', 'shipments', 'id',
            'order_id', 'interval', 'inner', '2 min', '2 min');
     """
-    kind, before, after = _window(within, before, after, rows_, as_of)
+    kind, before, after, max_age = _window(within, before, after, rows_, as_of)
     with app.connect(autocommit=False) as conn:
         sel_left, sel_right = _select(conn, select, left, right)
         try:
@@ -151,7 +154,7 @@ def add_cmd(app: AppContext, name: str, left: str, right: str, on: str,
                 conn, name, left=left, right=right, on=on, kind=kind, join_type=join_type,
                 before=before, after=after, grace=grace,
                 idle=None if idle == "never" else idle,  # type: ignore[arg-type]
-                rows=rows_, select_left=sel_left, select_right=sel_right)
+                rows=rows_, select_left=sel_left, select_right=sel_right, within=max_age)
         except ProcedureError as exc:
             raise _named(exc) from None
         state = joins.status(conn, name)
@@ -171,6 +174,10 @@ def add_cmd(app: AppContext, name: str, left: str, right: str, on: str,
     else:
         click.echo(f"  answers read from the streams when asked (nothing is stored): each "
                    f"{join.left} record with {_what_right(join)}")
+        if join.right_table:
+            click.echo(f"  {join.right} is a table: an answer is final once the watermark of "
+                       f"{join.left} (less grace {format_duration(join.grace)}) passed its "
+                       f"record; a {join.right} version arriving behind it is late, left out")
     click.echo(f"  read it: slidewin joins show {join.name} --last 10m")
     click.echo(f"  SQL: SELECT * FROM slidewin.join_show('{join.name}', now() - interval "
                "'10 min', now(), 20);")
@@ -323,11 +330,12 @@ def drop_cmd(app: AppContext, name: str, yes: bool, as_json: bool) -> None:
 # -- what the commands share -------------------------------------------------------------------
 
 def _window(within: timedelta | None, before: timedelta | None, after: timedelta | None,
-            rows_: int | None, as_of: bool) -> tuple[str, timedelta, timedelta]:
-    """The kind and the interval from the window options: exactly one window is given."""
+            rows_: int | None, as_of: bool) -> tuple[str, timedelta, timedelta, timedelta | None]:
+    """The kind, the interval and an as-of join's age bound from the window options: exactly
+    one window is given (--as-of may take --within: how old a version may be)."""
     given = [o for o, on in zip(WINDOW_OPTIONS, (
-        within is not None, before is not None or after is not None, rows_ is not None, as_of),
-        strict=True) if on]
+        within is not None and not as_of, before is not None or after is not None,
+        rows_ is not None, as_of), strict=True) if on]
     if len(given) > 1:
         raise ConfigError(f"{' and '.join(given)} both given: a join has one window (give "
                           "--within D, --before D --after D, --rows N or --as-of)")
@@ -335,13 +343,13 @@ def _window(within: timedelta | None, before: timedelta | None, after: timedelta
         raise ConfigError("no window given (add --within D, e.g. --within 2m; or --before D "
                           "--after D, --rows N or --as-of)")
     zero = timedelta(0)
-    if within is not None:
-        return "interval", within, within
-    if rows_ is not None:
-        return "rows", zero, zero
     if as_of:
-        return "asof", zero, zero
-    return "interval", before or zero, after or zero
+        return "asof", zero, zero, within
+    if within is not None:
+        return "interval", within, within, None
+    if rows_ is not None:
+        return "rows", zero, zero, None
+    return "interval", before or zero, after or zero, None
 
 
 def _select(conn: psycopg.Connection, select: str | None, left: str,
@@ -377,7 +385,7 @@ def _select(conn: psycopg.Connection, select: str | None, left: str,
     return out["left"], out["right"]
 
 
-_PARAM = re.compile(r"^(on|select): |^(before|after|grace|idle|rows) must")
+_PARAM = re.compile(r"^(on|select): |^(before|after|grace|idle|rows|within) must")
 
 
 def _named(exc: ProcedureError) -> ProcedureError:
@@ -400,21 +408,30 @@ def describe(join: Join) -> str:
                 f"{idle})")
     if join.kind == "rows":
         return f"{head} OVER (ROWS {join.rows} PRECEDING) ON {key}"
-    return f"{head} AS OF {join.left}.{lt} ON {key}"
+    bound = ("" if join.within is None else
+             f" AND {join.right}.{rt} >= {join.left}.{lt} - {format_duration(join.within)}")
+    table = f" ({join.right} a table: grace {format_duration(join.grace)})" \
+        if join.right_table else ""
+    return f"{head} AS OF {join.left}.{lt} ON {key}{bound}{table}"
 
 
 def _what_right(join: Join) -> str:
     if join.kind == "rows":
         return (f"the {join.right} records among the {join.rows} newest at or before its time "
                 f"whose {join.right_on} = its {join.left_on}")
+    age = "" if join.within is None else \
+        f", and at most {format_duration(join.within)} older than it"
     return (f"the {join.right} record valid at its time (the newest at or before it whose "
-            f"{join.right_on} = its {join.left_on})")
+            f"{join.right_on} = its {join.left_on}{age})")
 
 
 def window_text(join: Join) -> str:
     if join.kind == "interval":
         return f"[-{format_duration(join.before)}, +{format_duration(join.after)}]"
-    return f"rows {join.rows}" if join.kind == "rows" else "as of"
+    if join.kind == "rows":
+        return f"rows {join.rows}"
+    age = "" if join.within is None else f" within {format_duration(join.within)}"
+    return f"as of{age}" + (" (table)" if join.right_table else "")
 
 
 def _table(join: Join) -> str | None:

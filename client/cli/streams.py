@@ -73,6 +73,11 @@ def streams_group() -> None:
               help="How long retention keeps events (30m, 1h, 7d, or forever; default forever).")
 @click.option("--grace", type=DURATION, default="0s", show_default=True,
               help="How late an event may arrive behind the stream's newest and still count.")
+@click.option("--table", "is_table", is_flag=True,
+              help="A table: versioned rows by key (each row the key's version from its time "
+                   "on), every version kept -- no history (leave out --history), never expired "
+                   "by retention. An as-of join with it on the right is final once its left "
+                   "record is.")
 @click.option("--infer", "infer_from", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="Guess the columns from a sample JSONL, CSV or Parquet file; prints the "
@@ -83,7 +88,7 @@ def streams_group() -> None:
 def add_cmd(app: AppContext, name: str, key_: str | None, time_: str | None,
             columns: tuple[str, ...], required: tuple[str, ...], measures: tuple[str, ...],
             keep_extra: bool, partitions: int, history: str | None, grace: timedelta,
-            infer_from: Path | None, yes: bool, as_json: bool) -> None:
+            is_table: bool, infer_from: Path | None, yes: bool, as_json: bool) -> None:
     """Declare a stream and create its tables.
 
     \b
@@ -92,6 +97,7 @@ def add_cmd(app: AppContext, name: str, key_: str | None, time_: str | None,
       slidewin streams add orders --key customer:bigint --time ordered_at \\
           --column amount:numeric(12,2) --column note:text --measure amount --keep-extra
       slidewin streams add views --infer views.jsonl --yes
+      slidewin streams add prices --key product --time valid_from --column price:double --table
     SQL: SELECT slidewin.stream_define('sensors', 'sensor', 'ts',
            '[{"name": "sensor", "type": "text"}, {"name": "temp", "type": "double"}]',
            '{temp}');
@@ -125,6 +131,7 @@ def add_cmd(app: AppContext, name: str, key_: str | None, time_: str | None,
         stream = streams.define(
             conn, name, key=key_name, time=time_, columns=cols, measures=measures,
             keep_extra=keep_extra, partitions=partitions, history=_history(history), grace=grace,
+            is_table=is_table,
         )
     _report(app, stream, as_json, f"stream {stream.name} declared: table slidewin_streams."
                                   f"{stream.name}, files land in <landing>/{stream.name}/")
@@ -259,14 +266,20 @@ def _report(app: AppContext, stream: Stream, as_json: bool, line: str) -> None:
 
 
 def _hist(s: Stream) -> str:
+    if s.is_table:
+        return "forever (a table)"
     return "forever" if s.history is None else f"{s.history.total_seconds():g}s"
 
 
 def _describe(s: Stream, rows: int | None) -> str:
-    lines = [f"stream {s.name}: key {s.key}, time {s.time}, measures "
+    lines = [f"{'table' if s.is_table else 'stream'} {s.name}: key {s.key}, time {s.time}, "
+             "measures "
              f"{', '.join(s.measures) or '-'}, history {_hist(s)}, grace "
              f"{s.grace.total_seconds():g}s, {s.partitions} partitions"
              + ("" if rows is None else f", {rows} rows")]
+    if s.is_table:
+        lines.append(f"  a table: each row is its {s.key}'s version from its {s.time} on; every "
+                     "version is kept (no history, no retention)")
     for c in s.columns:
         marks = [m for m, on in (("key", c.name == s.key), ("time", c.name == s.time),
                                  ("measure", c.name in s.measures),

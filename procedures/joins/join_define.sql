@@ -1,5 +1,5 @@
 -- slidewin.join_define(name, left, right, left_on, right_on, kind, join_type, before, after,
--- grace, idle, n_rows, select_left, select_right, now): define a join of two streams and
+-- grace, idle, n_rows, select_left, select_right, now, within): define a join of two streams and
 -- create what it needs, in one transaction. Returns the join's row.
 --
 -- kind 'interval' (maintained): l.left_on = r.right_on AND r.time BETWEEN l.time - before AND
@@ -10,8 +10,11 @@
 -- (on, time) index on the right stream (its lookup per left record).
 -- kind 'rows': the n_rows newest right records at or before each left record's time, matched on
 -- the on-columns (Samza's OVER (ROWS n PRECEDING)); kind 'asof': the right stream's newest record
--- for the key at or before the left record's time. Both read the streams when asked (inner or
--- left).
+-- for the key at or before the left record's time, and no older than its time - within (NULL:
+-- any age; within is an asof join's alone). Both read the streams when asked (inner or left).
+-- An asof join of a table (slidewin.streams.is_table) on the right keeps a watermark W and
+-- records the right versions late for it (slidewin.joins): it gets
+-- slidewin_joins."<name>#late" and the right stream's join triggers, and W is moved at once.
 -- Refused, naming the parameter, the value and the fix (Kafka KIP-633's checks): before, after or
 -- grace below 0, or any of them or idle over 100 years (slidewin.check_duration); a stream whose
 -- history is shorter than before + after + grace; an unknown stream; on-columns of different
@@ -22,13 +25,18 @@
 -- select_left / select_right: the columns kept (NULL: all); each side's time and key are always
 -- kept, as the result's identity. now: the clock W is first moved by (created_at records it; a
 -- stream with no data holds W back however long ago that was: slidewin.join_watermark).
+-- the signature before within: dropped, so that a call is never ambiguous between the two
+DROP FUNCTION IF EXISTS slidewin.join_define(text, text, text, text, text, text, text, interval,
+                                             interval, interval, interval, integer, text[],
+                                             text[], timestamptz);
 CREATE OR REPLACE FUNCTION slidewin.join_define(
     p_name text, p_left text, p_right text, p_left_on text, p_right_on text DEFAULT NULL,
     p_kind text DEFAULT 'interval', p_join_type text DEFAULT 'inner',
     p_before interval DEFAULT interval '0', p_after interval DEFAULT interval '0',
     p_grace interval DEFAULT interval '0', p_idle interval DEFAULT interval '1 minute',
     p_n_rows integer DEFAULT NULL, p_select_left text[] DEFAULT NULL,
-    p_select_right text[] DEFAULT NULL, p_now timestamptz DEFAULT now())
+    p_select_right text[] DEFAULT NULL, p_now timestamptz DEFAULT now(),
+    p_within interval DEFAULT NULL)
 RETURNS slidewin.joins
 LANGUAGE plpgsql
 AS $$
@@ -73,6 +81,21 @@ BEGIN
         -- a timestamp, so no insert into either stream can fail on it
         PERFORM slidewin.check_duration(v_c, v_need);
     END LOOP;
+    -- within: the age an asof join's version may have (0 .. 100 years; NULL: any)
+    IF p_within IS NOT NULL AND p_kind <> 'asof' THEN
+        RAISE EXCEPTION 'within % bounds an asof join''s versions, not % join''s',
+                        slidewin.duration_text(p_within),
+                        CASE p_kind WHEN 'rows' THEN 'a rows' ELSE 'an interval' END
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = CASE p_kind WHEN 'rows' THEN 'leave out --within, or use --as-of'
+                         ELSE 'give an interval join before and after' END;
+    END IF;
+    IF p_within < interval '0' THEN
+        RAISE EXCEPTION 'within must be 0 or more, got %', slidewin.duration_text(p_within)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'give --within a duration such as 0s, 10m or 1h';
+    END IF;
+    PERFORM slidewin.check_duration('within', p_within);
     IF p_idle IS NOT NULL AND p_idle <= interval '0' THEN
         RAISE EXCEPTION 'idle must be more than 0, got %', p_idle
             USING ERRCODE = 'invalid_parameter_value',
@@ -138,14 +161,16 @@ BEGIN
     END IF;
     INSERT INTO slidewin.joins (name, kind, join_type, left_stream, right_stream, left_on,
                                 right_on, before, after, grace, idle, n_rows, select_left,
-                                select_right, created_at)
+                                select_right, created_at, within, right_table)
     VALUES (p_name, p_kind, p_join_type, p_left, p_right, p_left_on, p_right_on,
             CASE WHEN p_kind = 'interval' THEN p_before ELSE interval '0' END,
             CASE WHEN p_kind = 'interval' THEN p_after ELSE interval '0' END,
-            p_grace, p_idle, p_n_rows, v_sl, v_sr, coalesce(p_now, now()));
+            p_grace, p_idle, p_n_rows, v_sl, v_sr, coalesce(p_now, now()), p_within,
+            p_kind = 'asof' AND v_r.is_table);
     IF p_kind = 'asof' THEN
         PERFORM slidewin.join_index(p_right, p_right_on);
-    ELSIF p_kind = 'interval' THEN
+    END IF;
+    IF p_kind = 'interval' OR (p_kind = 'asof' AND v_r.is_table) THEN
         PERFORM slidewin.join_tables(p_name);
     END IF;
     PERFORM slidewin.join_sql(p_name);
@@ -153,6 +178,10 @@ BEGIN
         PERFORM slidewin.join_triggers(p_left);
         PERFORM slidewin.join_triggers(p_right);
         PERFORM slidewin.join_backfill(p_name, p_now);
+    ELSIF p_kind = 'asof' AND v_r.is_table THEN
+        -- the versions stored already are the table as the join starts: none is late
+        PERFORM slidewin.join_triggers(p_right);
+        PERFORM slidewin.join_advance(p_name, p_now);
     END IF;
     SELECT * INTO v_row FROM slidewin.joins WHERE name = p_name;
     PERFORM slidewin.regrant_roles();  -- the new tables get each role set's grants

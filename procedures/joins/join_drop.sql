@@ -14,6 +14,8 @@ BEGIN
         v_rows := v_j.pairs + v_j.left_only + v_j.right_only;
         EXECUTE format('DROP TABLE slidewin_joins.%I, slidewin_joins.%I', v_j.name,
                        v_j.name || '#late');
+    ELSIF v_j.right_table THEN
+        EXECUTE format('DROP TABLE slidewin_joins.%I', v_j.name || '#late');
     END IF;
     DELETE FROM slidewin.joins WHERE name = v_j.name;
     PERFORM slidewin.join_triggers(v_j.left_stream);

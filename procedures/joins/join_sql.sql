@@ -10,6 +10,7 @@
 --       final: records in the range, not late, with no pair among the results whose ts can hold
 --       one (a pair's ts is within after -- right: before -- of the record's time);
 --   show_sql  ($1, $2: a time range) seq, ts, emitted_at, l, r (jsonb) of the join's answers.
+-- An asof join has show_sql alone, and late_right_sql too when its right stream is a table.
 -- Every identifier goes through format('%I').
 CREATE OR REPLACE FUNCTION slidewin.join_sql(p_name text)
 RETURNS void
@@ -120,13 +121,24 @@ BEGIN
                 v_res)
         WHERE name = v_j.name;
     ELSIF v_j.kind = 'asof' THEN
+        -- the version valid at the left record's time: looked up by that time alone (never by
+        -- when it arrived), within the age bound, a version late for the join left out
         UPDATE slidewin.joins SET show_sql = format(
             'SELECT NULL::bigint AS seq, l.%s AS ts, NULL::timestamptz AS emitted_at, %s AS l, '
             'CASE WHEN r.%s IS NULL THEN NULL ELSE %s END AS r FROM %s l '
-            '%s LATERAL (SELECT * FROM %s w WHERE w.%s = l.%s AND w.%s <= l.%s '
+            '%s LATERAL (SELECT * FROM %s w WHERE w.%s = l.%s AND w.%s <= l.%s%s%s '
             'ORDER BY w.%s DESC, w.%s DESC LIMIT 1) r ON true WHERE %sl.%s >= $1 AND l.%s < $2',
             v_lt, format(v_ljson, 'l'), v_rt, format(v_rjson, 'r'), v_ltab, v_kind, v_rtab,
-            v_ron, v_lon, v_rt, v_lt, v_rt, v_rk, v_lidx, v_lt, v_lt)
+            v_ron, v_lon, v_rt, v_lt,
+            CASE WHEN v_j.within IS NULL THEN ''
+                 ELSE format(' AND w.%s >= l.%s - %L::interval', v_rt, v_lt, v_j.within) END,
+            CASE WHEN NOT v_j.right_table THEN ''
+                 ELSE format(' AND NOT EXISTS (SELECT 1 FROM %s x WHERE x.side = ''r'' '
+                             'AND x.ts = w.%s AND x.key = w.%s::text)', v_late, v_rt, v_rk) END,
+            v_rt, v_rk, v_lidx, v_lt, v_lt),
+            late_right_sql = CASE WHEN v_j.right_table THEN format(
+                'INSERT INTO %s (side, ts, key) SELECT ''r'', n.%s, n.%s::text FROM new_rows n '
+                'WHERE n.%s < $1 ON CONFLICT DO NOTHING', v_late, v_rt, v_rk, v_rt) END
         WHERE name = v_j.name;
     ELSE
         UPDATE slidewin.joins SET show_sql = format(

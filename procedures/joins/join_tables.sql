@@ -1,4 +1,5 @@
--- slidewin.join_tables(name): an interval join's tables.
+-- slidewin.join_tables(name): an interval join's tables (an asof join of a table: its late
+-- records' alone).
 --   slidewin_joins.<name>: one row per result -- seq (the order results were written: what
 --     --follow resumes from), ts (the later of the two records' times; an outer row's own record
 --     time), emitted_at (when it was written), then l_<column> and r_<column> for the columns
@@ -25,10 +26,12 @@ BEGIN
                              CASE WHEN c = 'attrs' THEN 'jsonb'
                                   ELSE slidewin.join_column_type(v_r, c, 'select') END), ', ')
       INTO v_defs FROM unnest(v_j.select_right) c;
-    EXECUTE format('CREATE TABLE slidewin_joins.%I (seq bigint GENERATED ALWAYS AS IDENTITY '
-                   'PRIMARY KEY, ts timestamptz NOT NULL, emitted_at timestamptz NOT NULL '
-                   'DEFAULT clock_timestamp(), %s)', v_j.name, v_defs);
-    EXECUTE format('CREATE INDEX %I ON slidewin_joins.%I (ts)', v_j.name || '#ts', v_j.name);
+    IF v_j.kind = 'interval' THEN
+        EXECUTE format('CREATE TABLE slidewin_joins.%I (seq bigint GENERATED ALWAYS AS '
+                       'IDENTITY PRIMARY KEY, ts timestamptz NOT NULL, emitted_at timestamptz '
+                       'NOT NULL DEFAULT clock_timestamp(), %s)', v_j.name, v_defs);
+        EXECUTE format('CREATE INDEX %I ON slidewin_joins.%I (ts)', v_j.name || '#ts', v_j.name);
+    END IF;
     EXECUTE format('CREATE TABLE slidewin_joins.%I (side "char" NOT NULL CHECK (side IN '
                    '(''l'', ''r'')), ts timestamptz NOT NULL, key text NOT NULL, '
                    'PRIMARY KEY (ts, key, side))', v_j.name || '#late');

@@ -1,7 +1,9 @@
 -- slidewin.join_triggers(stream): give a stream the joins_on_insert trigger (pairs new records)
 -- and the joins_refuse_change trigger (refuses a DELETE, UPDATE or TRUNCATE by hand, not
--- retention's) while an interval join reads it, and take them away when none does (a stream
--- nobody joins pays nothing). Each is checked on its own: a store made before the second existed
+-- retention's) while an interval join reads it, or an asof join reads it as its table
+-- (right_table: its late versions, slidewin.joins_on_insert), and take them away when none does
+-- (a stream nobody joins pays nothing). Each is checked on its own: a store made before the second
+-- existed
 -- gets it from slidewin db init (join_triggers_all.sql). Statement triggers fire only for the
 -- table a statement names, so the stream's table and each of its partitions carry them: the
 -- built-in events is written partition by partition (the ingest's binary COPY) and nibbled so too
@@ -13,8 +15,10 @@ AS $$
 DECLARE
     v_parent regclass := slidewin.stream_table(p_stream)::regclass;
     v_table  regclass;
-    v_need   boolean := EXISTS (SELECT 1 FROM slidewin.joins WHERE kind = 'interval'
-                                   AND p_stream IN (left_stream, right_stream));
+    v_need   boolean := EXISTS (SELECT 1 FROM slidewin.joins
+                                  WHERE (kind = 'interval' AND p_stream IN (left_stream,
+                                                                           right_stream))
+                                     OR (right_table AND right_stream = p_stream));
 BEGIN
     FOR v_table IN SELECT v_parent
                    UNION ALL

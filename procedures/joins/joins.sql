@@ -9,7 +9,13 @@
 --   rows      Samza's tuple window: each left record with the right records among the n newest
 --             of the right stream at or before its time whose on-column matches (read time);
 --   asof      each left record with the right stream's newest row for its key at or before its
---             time: the version of that "table" valid then (read time).
+--             time, and no older than its time - within (NULL: any age): the version of that
+--             "table" valid then (read time). right_table: the right stream is a table
+--             (slidewin.streams.is_table) -- its versions are kept forever, so the join keeps W
+--             too (the left stream's watermark - grace, slidewin.join_watermark), an answer is
+--             final once W passed its left record, and a right version arriving behind W is late
+--             for the join (recorded in slidewin_joins."<name>#late", left out): looked up by the
+--             left record's time, no other version can change an answer W passed.
 -- watermark: W = min(stream time of the inputs holding it back) - grace, never lowered; NULL
 -- while an input has never had data; an input silent for longer than idle (wall clock) after it
 -- had data does not hold it back (slidewin.join_watermark).
@@ -52,3 +58,8 @@ CREATE TABLE IF NOT EXISTS slidewin.joins (
 ALTER TABLE slidewin.joins DROP CONSTRAINT IF EXISTS joins_check;
 CREATE INDEX IF NOT EXISTS joins_left_stream ON slidewin.joins (left_stream);
 CREATE INDEX IF NOT EXISTS joins_right_stream ON slidewin.joins (right_stream);
+-- an as-of join's bound on a version's age, and whether its right stream is a table: a join made
+-- before either existed has neither (unbounded, not a table), as it was
+ALTER TABLE slidewin.joins ADD COLUMN IF NOT EXISTS within interval
+    CONSTRAINT joins_within_check CHECK (within >= interval '0');
+ALTER TABLE slidewin.joins ADD COLUMN IF NOT EXISTS right_table boolean NOT NULL DEFAULT false;

@@ -8,6 +8,8 @@
 -- ingest's or a psql user's) is joined the same way. A self-join's stream is both sides: its
 -- new rows are paired as left records with the stream (the batch included) and as right records
 -- with the rows stored before the batch (slidewin.join_sql), so each ordered pair once.
+-- An asof join of a table (right_table) reads its answers when asked: of a batch of its right
+-- stream only the versions older than W are recorded, as late (left out of every answer).
 CREATE OR REPLACE FUNCTION slidewin.joins_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -30,13 +32,23 @@ BEGIN
         RETURN NULL;
     END IF;
     FOR v_j IN SELECT * FROM slidewin.joins
-                WHERE kind = 'interval' AND TG_ARGV[0] IN (left_stream, right_stream)
+                WHERE (kind = 'interval' AND TG_ARGV[0] IN (left_stream, right_stream))
+                   OR (right_table AND right_stream = TG_ARGV[0])
                 ORDER BY name FOR UPDATE LOOP
         v_left := v_j.left_stream = TG_ARGV[0];
         v_right := v_j.right_stream = TG_ARGV[0];
         v_late_l := 0;
         v_late_r := 0;
         v_pairs := 0;
+        IF v_j.kind = 'asof' THEN
+            IF v_j.watermark IS NOT NULL THEN
+                EXECUTE v_j.late_right_sql USING v_j.watermark;
+                GET DIAGNOSTICS v_late_r = ROW_COUNT;
+                UPDATE slidewin.joins SET late_right = late_right + v_late_r
+                 WHERE name = v_j.name;
+            END IF;
+            CONTINUE;
+        END IF;
         -- the late records first, both sides' for a self-join: the pairs leave them out
         IF v_j.watermark IS NOT NULL AND v_left THEN
             EXECUTE v_j.late_left_sql USING v_j.watermark;

@@ -8,6 +8,8 @@
 -- statement (a result stays until
 -- both its records may be gone: slidewin.join_nibble). It sits on the stream's table and on
 -- each of its partitions (slidewin.join_triggers): a statement naming a partition is seen too.
+-- A table an asof join reads (right_table) is guarded alike: a version changed or deleted by
+-- hand would change answers already final (a table has no retention to let through).
 CREATE OR REPLACE FUNCTION slidewin.joins_refuse_change()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -20,7 +22,8 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT string_agg(name, ', ' ORDER BY name) INTO v_joins FROM slidewin.joins
-     WHERE kind = 'interval' AND TG_ARGV[0] IN (left_stream, right_stream);
+     WHERE (kind = 'interval' AND TG_ARGV[0] IN (left_stream, right_stream))
+        OR (right_table AND right_stream = TG_ARGV[0]);
     IF v_joins IS NULL THEN
         RETURN NULL;
     END IF;

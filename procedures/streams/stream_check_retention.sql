@@ -3,16 +3,31 @@
 -- psql UPDATE), a history or grace out of bounds (slidewin.check_duration: history more than 0,
 -- grace 0 or more, each at most 100 years) and a history shorter than grace plus the smallest
 -- window, 1 s (KIP-428: retention >= size + grace; a shorter history refuses every window of the
--- stream). An update that leaves both as they were passes, so a row stored before these rules
--- can still have its other columns changed.
+-- stream). A table (is_table) has no history at all: it keeps every version, so a history given
+-- to it is refused, naming the fix; whether a stream is a table is fixed at its definition. An
+-- update that leaves all three as they were passes, so a row stored before these rules can still
+-- have its other columns changed.
 CREATE OR REPLACE FUNCTION slidewin.stream_check_retention()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.history IS NOT DISTINCT FROM OLD.history
-            AND NEW.grace IS NOT DISTINCT FROM OLD.grace THEN
+            AND NEW.grace IS NOT DISTINCT FROM OLD.grace
+            AND NEW.is_table IS NOT DISTINCT FROM OLD.is_table THEN
         RETURN NEW;
+    END IF;
+    IF TG_OP = 'UPDATE' AND NEW.is_table IS DISTINCT FROM OLD.is_table THEN
+        RAISE EXCEPTION 'stream % is %: that is fixed when it is declared', NEW.name,
+                        CASE WHEN OLD.is_table THEN 'a table' ELSE 'not a table' END
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'declare a new stream (slidewin streams add NAME ... --table) and load it';
+    END IF;
+    IF NEW.is_table AND NEW.history IS NOT NULL THEN
+        RAISE EXCEPTION 'history % of stream %: a table keeps every version, with no retention',
+                        slidewin.duration_text(NEW.history), NEW.name
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'leave the history unset (leave out --history, or --history forever)';
     END IF;
     PERFORM slidewin.check_duration('history', NEW.history, false);
     IF NEW.grace IS NULL THEN
@@ -33,5 +48,5 @@ BEGIN
 END
 $$;
 CREATE OR REPLACE TRIGGER stream_check_retention
-    BEFORE INSERT OR UPDATE OF history, grace ON slidewin.streams
+    BEFORE INSERT OR UPDATE OF history, grace, is_table ON slidewin.streams
     FOR EACH ROW EXECUTE FUNCTION slidewin.stream_check_retention();

@@ -1,6 +1,9 @@
 -- slidewin.stream_define(name, key, time, columns, measures, keep_extra, partitions, history,
--- grace): declare a stream and create its tables in one transaction. history (NULL: forever)
--- more than 0, grace 0 or more, each at most 100 years, history at least grace + 1 s.
+-- grace, is_table): declare a stream and create its tables in one transaction. history (NULL:
+-- forever) more than 0, grace 0 or more, each at most 100 years, history at least grace + 1 s.
+-- is_table: the stream is a table -- versioned rows by key, kept with no retention (its history
+-- must be unset: every version stays, so that an as-of join's answer for an old record never
+-- changes; slidewin.joins, slidewin.stream_nibble).
 --
 -- columns: a jsonb array of {"name": ..., "type": ..., "required": true|false} in table order;
 -- the key (text, bigint or integer) and the time column (timestamptz; added when not listed) are
@@ -12,10 +15,14 @@
 -- triggers; and the session trigger (slidewin.session_triggers). Every name goes through
 -- slidewin.check_stream_name and format('%I'): a name with quotes or semicolons is refused,
 -- never executed. Returns the stream's row.
+-- the signature before is_table: dropped, so that a call is never ambiguous between the two
+DROP FUNCTION IF EXISTS slidewin.stream_define(text, text, text, jsonb, text[], boolean, integer,
+                                               interval, interval);
 CREATE OR REPLACE FUNCTION slidewin.stream_define(
     p_name text, p_key text, p_time text, p_columns jsonb, p_measures text[] DEFAULT '{}',
     p_keep_extra boolean DEFAULT false, p_partitions integer DEFAULT 4,
-    p_history interval DEFAULT NULL, p_grace interval DEFAULT interval '0')
+    p_history interval DEFAULT NULL, p_grace interval DEFAULT interval '0',
+    p_is_table boolean DEFAULT false)
 RETURNS slidewin.streams
 LANGUAGE plpgsql
 AS $$
@@ -54,6 +61,10 @@ BEGIN
     -- (slidewin.stream_check_retention, which the INSERT below runs again for every writer)
     PERFORM slidewin.check_duration('history', p_history, false);
     PERFORM slidewin.check_duration('grace', p_grace);
+    IF p_is_table IS NULL THEN
+        RAISE EXCEPTION 'is_table of stream % is missing', p_name
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'give true (a table) or false';
+    END IF;
     -- the columns, canonical and checked; the time column is added when not listed
     IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_columns) c WHERE c->>'name' = p_time) THEN
         p_columns := p_columns || jsonb_build_array(
@@ -101,10 +112,11 @@ BEGIN
         v_t := slidewin.stream_measure_type(v_cols, v_m, p_key, p_time);
         v_rdefs := v_rdefs || slidewin.stream_measure_ddl(v_m, v_t);
     END LOOP;
+    -- a table's history (none) is checked by slidewin.stream_check_retention, for every writer
     INSERT INTO slidewin.streams (name, key_column, time_column, columns, measures, keep_extra,
-                                  partitions, history, grace)
+                                  partitions, history, grace, is_table)
     VALUES (p_name, p_key, p_time, v_cols, coalesce(p_measures, '{}'), p_keep_extra,
-            p_partitions, p_history, p_grace);
+            p_partitions, p_history, p_grace, p_is_table);
     -- identity (time, key): time first, so that rows arriving in time order append to the
     -- index's right edge (a key-first index takes a random page per row: half the write rate),
     -- and the one index serves the nibble's oldest-first scan and the count windows' newest-first

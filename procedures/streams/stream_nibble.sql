@@ -2,7 +2,8 @@
 -- delete at most `chunk` of its oldest rows older than now - history (the time index's order),
 -- and remember the newest time deleted (windows starting at or before it
 -- are partial). Returns the rows deleted; call again while it returns more than 0. Each call's
--- cost is bounded by the chunk, whatever the table holds.
+-- cost is bounded by the chunk, whatever the table holds. A stream with no history, and so every
+-- table (slidewin.streams.is_table), is never nibbled.
 -- A stream an interval join reads keeps, besides, every record its join's watermark W has not
 -- passed (slidewin.join_keep_from: left side time >= W - after, right side time >= W - before, a
 -- self-join's both): a later record may still
@@ -24,7 +25,7 @@ BEGIN
         RAISE EXCEPTION 'now and a chunk of 1 or more are required (got %, %)', p_now, p_chunk
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF v_s.history IS NULL THEN
+    IF v_s.history IS NULL OR v_s.is_table THEN  -- kept forever; a table: every version
         RETURN 0;
     END IF;
     v_cut := least(p_now - v_s.history, slidewin.join_keep_from(v_s.name));

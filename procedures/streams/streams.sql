@@ -10,6 +10,10 @@
 -- columns by slidewin.stream_rollup_sql whenever the stream is defined or altered.
 -- retired_through: the newest event time retention has deleted (windows starting at or before it
 -- are `partial`).
+-- is_table: the stream is a table -- versioned rows by key (each row a version of its key, valid
+-- from its time until the key's next one), kept with no retention at all: its history stays unset
+-- (slidewin.stream_check_retention) and slidewin.stream_nibble deletes none of its rows. Set when
+-- the stream is declared (slidewin.stream_define), never changed.
 CREATE SCHEMA IF NOT EXISTS slidewin_streams;
 CREATE SCHEMA IF NOT EXISTS slidewin_rollups;
 CREATE TABLE IF NOT EXISTS slidewin.streams (
@@ -42,3 +46,6 @@ ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS minute_recompute_sql text;
 ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS stream text;
 CREATE INDEX IF NOT EXISTS dead_letters_stream ON slidewin.dead_letters (stream, id)
     WHERE stream IS NOT NULL;
+-- a table (is_table) keeps every version: never the built-in stream, never with a history
+ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS is_table boolean NOT NULL DEFAULT false
+    CONSTRAINT streams_table_kept CHECK (NOT (is_table AND (builtin OR history IS NOT NULL)));
