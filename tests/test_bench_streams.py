@@ -13,7 +13,8 @@ from slidewin.client.bench.streams import WIDE_COLUMNS, make_wide
 from slidewin.client.cli import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
-KEYS = ["wide_copy_limit_rows_per_s", "events_copy_limit_rows_per_s", "wide_ingest_events_per_s",
+KEYS = ["wide_copy_limit_rows_per_s", "wide_plain_copy_rows_per_s", "wide_vs_plain_copy",
+        "events_copy_limit_rows_per_s", "wide_ingest_events_per_s",
         "events_ingest_events_per_s", "wide_ratio", "events_ratio", "wide_vs_events",
         "three_streams_at_once_events_per_s", "three_streams_one_at_a_time_events_per_s",
         "three_streams_at_once_vs_alone"]

@@ -3,7 +3,9 @@ built-in stream, side by side in one run.
 
 (a) ``wide_copy_limit_rows_per_s`` -- the database's limit for the same rows: COPY straight into
     ``slidewin_streams.wide`` (its statement triggers keep the rollups of its two double
-    measures), one transaction per file's rows, no Spark;
+    measures), one transaction per file's rows, no Spark; ``wide_plain_copy_rows_per_s`` -- a
+    plain binary COPY of the same rows into a table of the same columns and primary key, with
+    no partitions and no triggers (``wide_vs_plain_copy`` = (b) / it);
 (b) ``wide_ingest_events_per_s`` -- end to end through ``slidewin ingest --once``'s code path
     reading ``<landing>/wide/``; ``wide_ratio`` = (b) / (a);
 (c) ``events_ratio`` -- the same two measures for the built-in stream and as many events
@@ -109,6 +111,40 @@ def copy_limit_wide(dsn: str, table: pa.Table, rows_per_file: int, name: str = "
     return table.num_rows / (time.perf_counter() - started)
 
 
+def plain_copy_limit(dsn: str, table: pa.Table, rows_per_file: int) -> float:
+    """Rows/s of a plain binary COPY of the same rows into a table with the same columns and
+    primary key and nothing else -- no partitions, no triggers: what PostgreSQL takes at most.
+    The binary payloads are made by PostgreSQL itself beforehand (untimed), one per file's
+    rows, and each is COPYed in a transaction of its own."""
+    cols = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c.name), sql.SQL(c.type))
+                              for c in WIDE_COLUMNS)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE plain_wide ({}, PRIMARY KEY (ts, device))").format(cols))
+        conn.execute("CREATE TABLE plain_source (LIKE plain_wide)")
+        with conn.cursor() as cur, cur.copy("COPY plain_source FROM STDIN (FORMAT csv)") as copy:
+            buf = io.BytesIO()
+            pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False))
+            copy.write(buf.getvalue())
+        payloads = []
+        for offset in range(0, table.num_rows, rows_per_file):
+            data = bytearray()
+            query = sql.SQL("COPY (SELECT * FROM plain_source ORDER BY ts, device OFFSET {} "
+                            "LIMIT {}) TO STDOUT (FORMAT binary)").format(offset, rows_per_file)
+            with conn.cursor() as cur, cur.copy(query) as copy:
+                for chunk in copy:
+                    data += chunk
+            payloads.append(bytes(data))
+        conn.execute("DROP TABLE plain_source")
+        conn.execute("CHECKPOINT")
+        started = time.perf_counter()
+        for data in payloads:
+            with conn.transaction(), conn.cursor() as cur, cur.copy(
+                "COPY plain_wide FROM STDIN (FORMAT binary)"
+            ) as copy:
+                copy.write(data)
+        return table.num_rows / (time.perf_counter() - started)
+
+
 def _write_stream_files(table: pa.Table, folder: Path, opts: BenchOptions) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     write_landing(table, folder, opts)
@@ -133,6 +169,9 @@ def run_wide_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]
                 declare_wide(conn)
             report["wide_copy_limit_rows_per_s"] = round(
                 copy_limit_wide(store, wide, opts.rows_per_file))
+        with scratch_database(dsn, partitions=opts.partitions) as store:
+            report["wide_plain_copy_rows_per_s"] = round(
+                plain_copy_limit(store, wide, opts.rows_per_file))
         with scratch_database(dsn, partitions=opts.partitions) as store:
             report["events_copy_limit_rows_per_s"] = round(copy_limit(
                 store, with_partitions(events, opts.partitions), opts.rows_per_file))
@@ -173,6 +212,8 @@ def _measure(spark: SparkSession, dsn: str, work: Path, opts: BenchOptions,
     report["events_ingest_events_per_s"] = built_in["ingest_events_per_s"]
     report["wide_ratio"] = _ratio(report["wide_ingest_events_per_s"],
                                   report["wide_copy_limit_rows_per_s"])
+    report["wide_vs_plain_copy"] = _ratio(report["wide_ingest_events_per_s"],
+                                          report["wide_plain_copy_rows_per_s"])
     report["events_ratio"] = _ratio(report["events_ingest_events_per_s"],
                                     report["events_copy_limit_rows_per_s"])
     report["wide_vs_events"] = _ratio(report["wide_ratio"], report["events_ratio"])
