@@ -7,12 +7,13 @@
 -- exact decimal of its shortest round-trip text (what PostgreSQL prints for it), so sums are
 -- exact and order-free: nothing is ever subtracted, and values that cancel sum to exactly 0.
 --
--- insert_sql adds the statement's inserted rows (transition table new_rows) to their seconds;
+-- insert_sql adds the statement's inserted rows (transition table new_rows) to their seconds,
+-- and those seconds' sums to their minutes, in one pass over the rows;
 -- recompute_sql ($1: the seconds a delete or update touched) aggregates those seconds again from
 -- the raw rows, after they were emptied: exact under deletes, min and max included, and bounded
--- by the rows of the seconds touched. minute_insert_sql does insert_sql's work for the minute
--- grain; minute_recompute_sql ($1: minutes) aggregates minutes again from their (at most 60)
--- second rollups.
+-- by the rows of the seconds touched; minute_recompute_sql ($1: minutes) aggregates minutes again
+-- from their (at most 60) second rollups. minute_insert_sql, once a second pass over the rows for
+-- the minutes, is NULL (db init regenerates every stream's statements).
 CREATE OR REPLACE FUNCTION slidewin.stream_rollup_sql(p_name text)
 RETURNS void
 LANGUAGE plpgsql
@@ -60,21 +61,22 @@ BEGIN
         END IF;
     END LOOP;
     UPDATE slidewin.streams SET
+        -- one pass over the inserted rows: their seconds, then the minutes summed from those
         insert_sql = format(
-            'INSERT INTO slidewin_rollups.%1$I AS r (%2$s) SELECT %3$s, count(*)%4$s '
-            'FROM new_rows GROUP BY 1 ORDER BY 1 ON CONFLICT (sec) DO UPDATE SET %5$s',
-            p_name, v_cols, v_ts, v_aggs, v_set),
+            'WITH s (%2$s) AS (SELECT %3$s, count(*)%4$s FROM new_rows GROUP BY 1), '
+            'seconds AS (INSERT INTO slidewin_rollups.%1$I AS r (%2$s) SELECT * FROM s '
+            'ORDER BY 1 ON CONFLICT (sec) DO UPDATE SET %5$s) '
+            'INSERT INTO slidewin_rollups.%6$I AS r (%2$s) SELECT date_trunc(''minute'', '
+            'sec, ''UTC''), %7$s FROM s GROUP BY 1 ORDER BY 1 '
+            'ON CONFLICT (sec) DO UPDATE SET %5$s',
+            p_name, v_cols, v_ts, v_aggs, v_set, p_name || '#minute', v_mins),
         recompute_sql = format(
             'INSERT INTO slidewin_rollups.%1$I (%2$s) SELECT s.sec, count(*)%3$s '
             'FROM unnest($1::timestamptz[]) AS s(sec) JOIN slidewin_streams.%1$I t '
             'ON t.%4$I >= s.sec AND t.%4$I < s.sec + interval ''1 second'' GROUP BY s.sec '
             'ORDER BY s.sec',
             p_name, v_cols, v_aggs, v_s.time_column),
-        minute_insert_sql = format(
-            'INSERT INTO slidewin_rollups.%1$I AS r (%2$s) SELECT %3$s, count(*)%4$s '
-            'FROM new_rows GROUP BY 1 ORDER BY 1 ON CONFLICT (sec) DO UPDATE SET %5$s',
-            p_name || '#minute', v_cols,
-            format('date_trunc(''minute'', %I, ''UTC'')', v_s.time_column), v_aggs, v_set),
+        minute_insert_sql = NULL,
         minute_recompute_sql = format(
             'INSERT INTO slidewin_rollups.%1$I (%2$s) SELECT s.m, %3$s '
             'FROM unnest($1::timestamptz[]) AS s(m) JOIN slidewin_rollups.%4$I r '

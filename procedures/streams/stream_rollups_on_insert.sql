@@ -15,7 +15,9 @@ BEGIN
     SELECT insert_sql, minute_insert_sql INTO STRICT v_sql, v_minute_sql
       FROM slidewin.streams WHERE name = TG_ARGV[0];
     EXECUTE v_sql;
-    EXECUTE v_minute_sql;
+    IF v_minute_sql IS NOT NULL THEN  -- a statement made before insert_sql did both grains
+        EXECUTE v_minute_sql;
+    END IF;
     PERFORM pg_notify('slidewin_streams', TG_ARGV[0]);
     RETURN NULL;
 END
