@@ -65,3 +65,139 @@ def encode_events(rows: pa.Table) -> bytes:
         body[((starts + hsize + lengths)[:, None] + np.arange(tsize)).ravel()] = tail.view(
             np.uint8)
     return out.tobytes()
+
+
+# -- any declared stream's columns ----------------------------------------------------------
+
+_FIXED = {"bigint": ">i8", "integer": ">i4", "double precision": ">f8", "boolean": "u1",
+          "timestamptz": ">i8"}
+_NUMERIC_DIGITS = 18  # numeric(p,s) is sent in binary when p, padded to whole base-10000
+# digits after the point, stays within int64
+
+
+class _Field:
+    """One column's binary fields: each row's payload length (-1: NULL) and how to write the
+    payloads (``write(body, starts)``, the payloads' offsets in ``body`` for every row)."""
+
+    def __init__(self, lengths: np.ndarray, write) -> None:
+        self.lengths, self.write = lengths, write
+
+
+def encode_table(table: pa.Table, types: list[str]) -> bytes | None:
+    """A declared stream's rows (``types``: each column's PostgreSQL type) as one binary COPY
+    payload, or None when a column's type is not sent in binary here (the caller falls back to
+    CSV): text, bigint, integer, double precision, boolean, timestamptz, numeric(p,s) with
+    p + the padding of s to a multiple of 4 at most 18, and any column that is all NULL."""
+    n = table.num_rows
+    fields = []
+    for column, type_ in zip(table.columns, types, strict=True):
+        field = _field(column.combine_chunks(), type_, n)
+        if field is None:
+            return None
+        fields.append(field)
+    lengths = np.stack([f.lengths for f in fields], axis=1) if n else np.zeros((0, len(fields)))
+    sizes = 4 + np.maximum(lengths, 0).astype(np.int64)
+    row_sizes = 2 + sizes.sum(axis=1)
+    starts = np.zeros(n, np.int64)
+    if n:
+        np.cumsum(row_sizes[:-1], out=starts[1:])
+    out = np.empty(len(HEADER) + int(row_sizes.sum()) + len(TRAILER), np.uint8)
+    out[: len(HEADER)] = np.frombuffer(HEADER, np.uint8)
+    out[len(out) - len(TRAILER):] = np.frombuffer(TRAILER, np.uint8)
+    body = out[len(HEADER): len(out) - len(TRAILER)]
+    _scatter(body, starts, np.full(n, len(fields), ">i2").view(np.uint8).reshape(n, 2))
+    at = starts + 2
+    for c, field in enumerate(fields):
+        _scatter(body, at, lengths[:, c].astype(">i4").view(np.uint8).reshape(n, 4))
+        present = field.lengths >= 0
+        field.write(body, (at + 4)[present], present)
+        at = at + sizes[:, c]
+    return out.tobytes()
+
+
+def _scatter(body: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> None:
+    """Write row i of ``rows`` (n x w bytes) at ``body[starts[i]:starts[i] + w]``."""
+    if len(starts):
+        body[(starts[:, None] + np.arange(rows.shape[1])).ravel()] = rows.ravel()
+
+
+def _field(column: pa.Array, type_: str, n: int) -> _Field | None:
+    if column.null_count == n:
+        return _Field(np.full(n, -1, np.int32), lambda body, starts, present: None)
+    lengths = np.where(column.is_valid().to_numpy(zero_copy_only=False), 0, -1).astype(np.int32)
+    if type_ == "text":
+        return _text(column, lengths)
+    if type_ in _FIXED:
+        values = _fixed_values(column, type_)
+        width = np.dtype(_FIXED[type_]).itemsize
+        lengths[lengths == 0] = width
+
+        def write(body, starts, present, v=values, w=width):
+            _scatter(body, starts, v[present].view(np.uint8).reshape(-1, w))
+        return _Field(lengths, write)
+    if pa.types.is_decimal(column.type):
+        return _numeric(column, lengths)
+    return None
+
+
+def _fixed_values(column: pa.Array, type_: str) -> np.ndarray:
+    if type_ == "timestamptz":
+        micros = pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
+        values = pc.fill_null(micros, 0).to_numpy() - PG_EPOCH_US
+    elif type_ == "boolean":
+        values = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
+    else:
+        values = pc.fill_null(column, 0).to_numpy()
+    return np.ascontiguousarray(values.astype(_FIXED[type_]))
+
+
+def _text(column: pa.Array, lengths: np.ndarray) -> _Field:
+    text = pc.cast(pc.fill_null(column, ""), pa.large_string())
+    n = len(text)
+    offsets = np.frombuffer(text.buffers()[1], np.int64, n + 1, text.offset * 8)
+    data = np.frombuffer(text.buffers()[2], np.uint8, offsets[-1] - offsets[0], offsets[0])
+    sizes = np.diff(offsets)
+    lengths[lengths == 0] = sizes[lengths == 0]
+
+    def write(body, starts, present):
+        first, size = offsets[:-1][present] - offsets[0], sizes[present]
+        if not len(size):
+            return
+        ranks = _ranks(size)
+        body[np.repeat(starts, size) + ranks] = data[np.repeat(first, size) + ranks]
+    return _Field(lengths, write)
+
+
+def _ranks(sizes: np.ndarray) -> np.ndarray:
+    """0, 1, ..., s-1 for each s of ``sizes``, concatenated."""
+    total = int(sizes.sum())
+    ends = np.cumsum(sizes)
+    return np.arange(total) - np.repeat(ends - sizes, sizes)
+
+
+def _numeric(column: pa.Array, lengths: np.ndarray) -> _Field | None:
+    """numeric(p,s) in PostgreSQL's binary form: base-10000 digits, a weight, a sign and the
+    display scale -- from the decimal's unscaled 64-bit value, its point moved to a whole
+    base-10000 digit (``pad``)."""
+    precision, scale = column.type.precision, column.type.scale
+    pad = (-scale) % 4
+    if precision + pad > _NUMERIC_DIGITS or not pa.types.is_decimal128(column.type):
+        return None
+    n = len(column)
+    words = np.frombuffer(column.buffers()[1], np.int64, 2 * n, column.offset * 16)
+    unscaled = np.where(lengths >= 0, words[0::2], 0)
+    digits = -(-(precision + pad) // 4)
+    magnitude = np.abs(unscaled).astype(np.uint64) * np.uint64(10**pad)
+    grid = np.empty((n, 4 + digits), ">i2")
+    grid[:, 0] = digits
+    grid[:, 1] = digits - 1 - (scale + pad) // 4
+    grid[:, 2] = np.where(unscaled < 0, 0x4000, 0).astype(np.int16)
+    grid[:, 3] = scale
+    for i in range(digits):
+        grid[:, 4 + i] = (magnitude // np.uint64(10_000 ** (digits - 1 - i))) % np.uint64(10_000)
+    width = 2 * (4 + digits)
+    lengths[lengths == 0] = width
+
+    def write(body, starts, present):
+        _scatter(body, starts, grid[present].view(np.uint8).reshape(-1, width))
+    return _Field(lengths, write)

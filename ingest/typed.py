@@ -168,6 +168,8 @@ class Parsed:
     tables: list[Any] = field(default_factory=list)
     # good records written already, piece by piece (``ingest.typed_sink``): counted, not kept
     counted: int = 0
+    # the tables as COPY payloads, (form, data), once encoded (``ingest.typed_sink.encode``)
+    payloads: list[tuple[str, bytes]] | None = None
 
     @property
     def good(self) -> int:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,6 +37,7 @@ from psycopg import sql
 
 from slidewin.db.connect import procedure_errors
 from slidewin.db.streams import Stream, get_stream
+from slidewin.ingest.pgbinary import encode_table
 from slidewin.ingest.sink import BatchResult, claim_batch, crash_point
 from slidewin.ingest.typed import DeadLetter, Layout, Limits, Parsed, clean_text, parse_files
 from slidewin.ingest.typed_arrow import csv_bytes
@@ -90,11 +92,7 @@ def write_stream_batch(
                 parse_files(layout, files() if callable(files) else files, limits)]
         else:
             found = pieces(layout, limits)
-        parsed, inserted = Parsed(), 0
-        for piece in found:  # Spark computes the next piece while this one is written
-            inserted += write_piece(conn, stream, layout, piece)
-            copy_dead_letters(conn, name, batch_id, piece.bad)
-            _add(parsed, piece)
+        parsed, inserted = write_pieces(conn, stream, layout, batch_id, found)
         parse_s = time.monotonic() - tick
         with procedure_errors():
             row = conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
@@ -124,6 +122,44 @@ def _add(total: Parsed, piece: Parsed) -> None:
     total.counted += piece.good
 
 
+def write_pieces(conn: psycopg.Connection, stream: Stream, layout: Layout, batch_id: int,
+                 found: Iterable[Parsed]) -> tuple[Parsed, int]:
+    """Write each piece and its dead letters, in a thread of their own, while this thread
+    readies the next (Spark's next partition, the record path's verdicts, the binary COPY
+    payload): (the batch's totals, the rows inserted). One piece is written at a time, on the
+    batch's one connection."""
+    types = [c.type for c in layout.columns]
+    parsed, inserted = Parsed(), 0
+
+    def write(piece: Parsed) -> int:
+        written = write_piece(conn, stream, layout, piece)
+        copy_dead_letters(conn, stream.name, batch_id, piece.bad)
+        return written
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slidewin-stream-write") as pool:
+        pending: Future[int] | None = None
+        for piece in found:
+            encode(piece, types)
+            if pending is not None:
+                inserted += pending.result()
+            pending = pool.submit(write, piece)
+            _add(parsed, piece)
+        if pending is not None:
+            inserted += pending.result()
+    return parsed, inserted
+
+
+def encode(piece: Parsed, types: list[str]) -> None:
+    """The piece's Arrow tables as COPY payloads: PostgreSQL's binary form where every column's
+    type allows (``ingest.pgbinary.encode_table``), else CSV."""
+    piece.payloads = []
+    for table in piece.tables:
+        if table.num_rows:
+            data = encode_table(table, types) if len(types) == table.num_columns else None
+            piece.payloads.append(("binary", data) if data is not None
+                                  else ("csv", csv_bytes(table)))
+
+
 def write_piece(conn: psycopg.Connection, stream: Stream, layout: Layout, piece: Parsed) -> int:
     """The piece's rows COPYed straight into the stream's table (its triggers keep the
     rollups, sessions and joins) inside a savepoint; if one is stored already -- a replayed
@@ -134,21 +170,24 @@ def write_piece(conn: psycopg.Connection, stream: Stream, layout: Layout, piece:
     cols = sql.SQL(", ").join(sql.Identifier(n) for n in layout.names)
     try:
         with conn.transaction(), conn.cursor() as cur:
-            _copy(cur, sql.SQL("COPY {} ({}) ").format(stream.table, cols), piece)
+            _copy(cur, sql.SQL("COPY {} ({}) ").format(stream.table, cols), piece,
+                  [c.type for c in layout.columns])
         return piece.good
     except psycopg.errors.UniqueViolation:
         return insert_rows(conn, stream, layout, piece.rows, piece.tables)
 
 
-def _copy(cur: psycopg.Cursor, into: sql.Composed, piece: Parsed) -> None:
+def _copy(cur: psycopg.Cursor, into: sql.Composed, piece: Parsed, types: list[str]) -> None:
+    """The piece's rows: the record path's as text, the Arrow tables' payloads as encoded."""
     if piece.rows:
         with cur.copy(into + sql.SQL("FROM STDIN")) as copy:
             for row in piece.rows:
                 copy.write_row(row)
-    for table in piece.tables:
-        if table.num_rows:
-            with cur.copy(into + sql.SQL("FROM STDIN (FORMAT csv)")) as copy:
-                copy.write(csv_bytes(table))
+    if piece.payloads is None:
+        encode(piece, types)
+    for form, data in piece.payloads or ():
+        with cur.copy(into + sql.SQL("FROM STDIN (FORMAT {})").format(sql.SQL(form))) as copy:
+            copy.write(data)
 
 
 def _result(query_id: str, batch_id: int, parsed: Parsed, inserted: int,

@@ -425,26 +425,14 @@ def _piece(layout: Layout, kind: str, header: list[str], table: pa.Table, target
         odd = suspects.filter(suspects[_ODD])
         raise SpanningCsv(set(odd[_SOURCE].to_pylist()))
     if good.num_rows:
+        # a (key, time) twice among them fails the COPY, and the piece goes through staging,
+        # where the first is kept and the rest count as duplicates (``typed_sink.write_piece``)
         piece.extra += int(pc.sum(table.filter(clean)[_EXTRA].cast(pa.int64())).as_py() or 0)
-        good, copies = _first_of_each(layout, good)
         piece.tables.append(good)
-        piece.copies += copies
         piece.newest(pc.max(good[layout.stream.time]).as_py())
     if suspects.num_rows:
         _decide(layout, kind, header, suspects, limits, seen_headers, piece)
     return piece
-
-
-def _first_of_each(layout: Layout, good: pa.Table) -> tuple[pa.Table, int]:
-    """The first row of each (key, time) in the table, and how many rows repeated one."""
-    key, ts = layout.stream.key, layout.stream.time
-    indexed = pa.table({"k": good[key], "t": good[ts],
-                        "i": pa.array(range(good.num_rows), pa.int64())})
-    first = indexed.group_by(["k", "t"], use_threads=False).aggregate([("i", "min")])
-    if first.num_rows == good.num_rows:
-        return good, 0
-    keep = pc.sort_indices(first["i_min"])
-    return good.take(pc.take(first["i_min"], keep)), good.num_rows - first.num_rows
 
 
 def _decide(layout: Layout, kind: str, header: list[str], suspects: pa.Table, limits: Limits,

@@ -73,3 +73,66 @@ def test_a_null_is_refused_before_anything_is_sent():
     table = events(["a", "b"]).set_column(2, "val", pa.array([1, None], pa.int64()))
     with pytest.raises(ValueError, match="NULL in part, uuid, val or ts"):
         encode_events(table)
+
+
+# -- a declared stream's columns (encode_table) ----------------------------------------------
+
+WIDE = [("k", "text"), ("ts", "timestamptz"), ("x", "double precision"), ("n", "bigint"),
+        ("i", "integer"), ("ok", "boolean"), ("amount", "numeric(12,2)"),
+        ("tiny", "numeric(5,5)"), ("whole", "numeric(14,0)"), ("meta", "jsonb")]
+
+
+def wide_table(n: int, offset: int = 0) -> pa.Table:
+    from decimal import Decimal
+
+    def some(values):
+        return [None if (i + offset) % 5 == 3 else v for i, v in enumerate(values)]
+
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    return pa.table({
+        "k": pa.array([f"k{i}" + "é" * (i % 3) for i in range(n)]),
+        "ts": pa.array([base - timedelta(days=i * 3000, microseconds=i) for i in range(n)], TS),
+        "x": pa.array(some([(-1.5) ** i * 1e-3 if i % 7 else float("nan") for i in range(n)])),
+        "n": pa.array(some([(-1) ** i * 2**62 // (i + 1) for i in range(n)]), pa.int64()),
+        "i": pa.array(some([(-1) ** i * (2**31 - 1) // (i + 1) for i in range(n)]), pa.int32()),
+        "ok": pa.array(some([i % 2 == 0 for i in range(n)])),
+        "amount": pa.array(some([Decimal((-1) ** i * (i * 1234567 % 10**12)) / 100
+                                 for i in range(n)]), pa.decimal128(12, 2)),
+        "tiny": pa.array(some([Decimal(i % 100000) / 100000 * (-1) ** i for i in range(n)]),
+                         pa.decimal128(5, 5)),
+        "whole": pa.array(some([Decimal(10**13 - i) for i in range(n)]), pa.decimal128(14, 0)),
+        "meta": pa.array([None] * n, pa.string()),
+    })
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 97])
+def test_a_declared_streams_rows_read_back_as_sent(conn, n):
+    from psycopg import sql
+
+    from slidewin.ingest.pgbinary import encode_table
+    from slidewin.ingest.typed_arrow import csv_bytes
+
+    table = wide_table(n).slice(0, n)
+    payload = encode_table(table, [t for _c, t in WIDE])
+    assert payload is not None
+    defs = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
+                              for c, t in WIDE)
+    got = []
+    for form, data in (("binary", payload), ("csv", csv_bytes(table))):
+        conn.execute(sql.SQL("CREATE TEMP TABLE t (seq serial, {})").format(defs))
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c, _t in WIDE)
+        with conn.cursor() as cur, cur.copy(
+                sql.SQL("COPY t ({}) FROM STDIN (FORMAT {})").format(cols, sql.SQL(form))) as cp:
+            cp.write(data)
+        got.append([repr(r) for r in conn.execute("SELECT * FROM t ORDER BY seq")])
+        conn.execute("DROP TABLE t")
+    assert got[0] == got[1]
+    assert len(got[0]) == n
+
+
+def test_a_type_sent_otherwise_is_no_binary_payload():
+    from slidewin.ingest.pgbinary import encode_table
+
+    table = pa.table({"m": pa.array(['{"a": 1}']), "big": pa.array([1], pa.decimal128(30, 2))})
+    assert encode_table(table.select(["m"]), ["jsonb"]) is None
+    assert encode_table(table.select(["big"]), ["numeric(30,2)"]) is None

@@ -199,11 +199,15 @@ def by_spark(spark, folder: Path, layout: Layout) -> typed.Parsed:
             break
         except SpanningCsv as spanning:
             whole |= {p for p in paths if Path(p).name in spanning.names}
-    total = typed.Parsed()
+    total, seen = typed.Parsed(), set()
     for piece in found:
-        total.rows += piece.rows
-        for table in piece.tables:
-            total.rows += [tuple(r.values()) for r in table.to_pylist()]
+        rows = [tuple(r.values()) for table in piece.tables for r in table.to_pylist()]
+        for row in rows + piece.rows:  # as the sink's ON CONFLICT DO NOTHING keeps them
+            if (row[0], row[1]) in seen:
+                total.copies += 1
+            else:
+                seen.add((row[0], row[1]))
+                total.rows.append(row)
         total.bad += piece.bad
         total.extra += piece.extra
         total.copies += piece.copies

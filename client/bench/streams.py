@@ -127,13 +127,13 @@ def plain_copy_limit(dsn: str, table: pa.Table, rows_per_file: int) -> float:
             copy.write(buf.getvalue())
         payloads = []
         for offset in range(0, table.num_rows, rows_per_file):
-            data = bytearray()
+            buffer = bytearray()
             query = sql.SQL("COPY (SELECT * FROM plain_source ORDER BY ts, device OFFSET {} "
                             "LIMIT {}) TO STDOUT (FORMAT binary)").format(offset, rows_per_file)
             with conn.cursor() as cur, cur.copy(query) as copy:
                 for chunk in copy:
-                    data += chunk
-            payloads.append(bytes(data))
+                    buffer += chunk
+            payloads.append(bytes(buffer))
         conn.execute("DROP TABLE plain_source")
         conn.execute("CHECKPOINT")
         started = time.perf_counter()
