@@ -39,3 +39,22 @@ def test_a_small_run_reports_every_figure(pg_admin_dsn):
     doc = json.loads(result.stdout.strip().splitlines()[-1])
     assert all(doc[k] and doc[k] > 0 for k in KEYS), {k: doc.get(k) for k in KEYS}
     assert doc["columns"] == 8 and doc["measures"] == ["temp", "pressure"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_the_wide_stream_alone_stores_every_row_and_reports_the_drivers_memory(pg_admin_dsn, fmt):
+    """``--no-baselines``: the wide ingest alone, files appended a million rows at a time."""
+    result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, "-q", "bench", "ingest",
+                                      "--stream", "wide", "--events", "25k", "--format", fmt,
+                                      "--rows-per-file", "10k", "--no-baselines", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    assert doc["wide_rows_stored"] == 25_000
+    assert doc["wide_driver_rss_mb"] > 100 and doc["wide_ingest_events_per_s"] > 0
+    assert doc["input_mb"] >= 1
+
+
+def test_no_baselines_is_for_the_wide_stream(pg_admin_dsn):
+    result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, "bench", "ingest",
+                                      "--no-baselines"])
+    assert result.exit_code == 2 and "--no-baselines" in result.output

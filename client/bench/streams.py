@@ -25,6 +25,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,9 @@ import pyarrow.csv as pacsv
 from psycopg import sql
 
 from slidewin.client.bench.ingest import (
+    FILE_EXT,
     BenchOptions,
+    _iso,
     copy_limit,
     end_to_end,
     ingest_config,
@@ -150,8 +153,12 @@ def _write_stream_files(table: pa.Table, folder: Path, opts: BenchOptions) -> No
     write_landing(table, folder, opts)
 
 
-def run_wide_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> dict:
-    """(a)-(d) above; the report's keys."""
+def run_wide_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None], *,
+                   baselines: bool = True) -> dict:
+    """(a)-(d) above; the report's keys. Without ``baselines``: (b) alone, with the driver's
+    peak memory (``wide_driver_rss_mb``: the Python driver and the JVM)."""
+    if not baselines:
+        return _wide_alone(dsn, opts, progress)
     from slidewin.ingest.java import check_java
     from slidewin.ingest.spark import build_session, stop_session
 
@@ -193,6 +200,81 @@ def run_wide_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]
         return report
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _wide_alone(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -> dict:
+    from slidewin.client.bench.ingest import RssSampler
+    from slidewin.ingest.java import check_java
+    from slidewin.ingest.spark import build_session, jvm_pid, stop_session
+
+    check_java()
+    work = Path(tempfile.mkdtemp(prefix="slidewin-bench-wide-"))
+    end = datetime.now(UTC) - timedelta(minutes=5)
+    report: dict[str, Any] = {"events": opts.events, "format": opts.format, "stream": "wide",
+                              "columns": len(WIDE_COLUMNS)}
+    try:
+        folder = work / "wide-land" / "wide"
+        progress(f"generating {opts.events:,} wide events in {folder}")
+        _write_wide_files(opts, end, folder)
+        report["input_mb"] = round(sum(p.stat().st_size for p in folder.iterdir()) / 2**20)
+        spark = build_session(opts.master)
+        try:
+            with scratch_database(dsn, partitions=opts.partitions) as store:
+                with psycopg.connect(store, autocommit=True) as conn:
+                    declare_wide(conn)
+                config = ingest_config(work, "wide-land", opts, once=True)
+                with RssSampler(jvm_pid(spark)) as rss:
+                    figures = end_to_end(spark, store, config, lambda _line: None)
+                with psycopg.connect(store) as conn:
+                    stored = conn.execute("SELECT count(*) FROM slidewin_streams.wide").fetchone()
+        finally:
+            stop_session(spark)
+        report["wide_ingest_events_per_s"] = figures["ingest_events_per_s"]
+        report["wide_ingest_batches"] = figures["ingest_batches"]
+        report["wide_rows_stored"] = stored[0] if stored else 0
+        report["wide_driver_rss_mb"] = round(rss.peak / 2**20)
+        progress(f"wide {report['wide_ingest_events_per_s']:,} events/s, "
+                 f"{report['wide_rows_stored']:,} rows stored, driver peak "
+                 f"{report['wide_driver_rss_mb']:,} MB")
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_wide_files(opts: BenchOptions, end: datetime, folder: Path) -> None:
+    """The wide events, generated a million at a time (so a large input never sits whole in
+    memory) and written as files of ``rows_per_file`` rows: CSV and JSON Lines appended to,
+    Parquet one file per million."""
+    folder.mkdir(parents=True)
+    step = 1_000_000
+    for index, offset in enumerate(range(0, opts.events, step)):
+        count = min(step, opts.events - offset)
+        # each million a span of event time of its own: (device, ts) stay unique
+        part = make_wide(count, end - timedelta(seconds=(opts.events - offset - count) / 10_000),
+                         10_000, seed=100 + index)
+        if opts.format == "parquet":
+            write_landing(part, folder / f"m{index:04d}", replace(opts, rows_per_file=count))
+            continue
+        start = 0
+        while start < count:  # up to the end of this million or of the file it is in
+            number, used = divmod(offset + start, opts.rows_per_file)
+            length = min(opts.rows_per_file - used, count - start)
+            name = folder / f"part-{number:05d}.{FILE_EXT[opts.format]}"
+            _append(part.slice(start, length), name, opts.format, header=not name.exists())
+            start += length
+    for sub in [p for p in folder.iterdir() if p.is_dir()]:
+        for path in sub.iterdir():
+            path.rename(folder / f"{sub.name}-{path.name}")
+        sub.rmdir()
+
+
+def _append(rows: pa.Table, path: Path, fmt: str, *, header: bool) -> None:
+    text = _iso(rows)
+    with open(path, "ab") as f:
+        if fmt == "csv":
+            pacsv.write_csv(text, f, pacsv.WriteOptions(include_header=header))
+        else:
+            f.write(text.to_pandas().to_json(orient="records", lines=True).encode())
 
 
 def _measure(spark: SparkSession, dsn: str, work: Path, opts: BenchOptions,

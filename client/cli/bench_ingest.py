@@ -39,6 +39,10 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER_TEXT, ROLL
               show_default=True,
               help="wide: a declared stream of 8 typed columns against the built-in stream in the "
               "same run, and three such streams at once against one at a time.")
+@click.option("--baselines/--no-baselines", default=True, show_default=True,
+              help="With --stream wide: also the COPY limits, the built-in stream and three "
+              "streams at once; --no-baselines measures the wide stream's ingest alone (and its "
+              "driver's peak memory), for a large input such as one 2 GB CSV file.")
 @json_option()
 @pass_app
 def bench_ingest(
@@ -53,6 +57,7 @@ def bench_ingest(
     freshness_rate: int,
     trigger: timedelta,
     stream: str,
+    baselines: bool,
     as_json: bool,
 ) -> None:
     """Measure the ingest: (a) raw COPY limit, (b) end-to-end events/s through the
@@ -64,9 +69,14 @@ def bench_ingest(
       slidewin bench ingest --events 400k
       slidewin --dsn postgresql://postgres@127.0.0.1/postgres bench ingest --json
       slidewin bench ingest --stream wide --events 1M --json
+      slidewin bench ingest --stream wide --format csv --events 20M --rows-per-file 20M \\
+          --no-baselines --json
     """
     from slidewin.client.bench.ingest import BenchOptions, run_bench
 
+    if not baselines and stream != "wide":
+        raise click.BadParameter("only with --stream wide (the built-in stream's run always "
+                                 "has its COPY limit)", param_hint="--no-baselines")
     if freshness_seconds > timedelta(minutes=10):
         raise click.BadParameter(
             f"{freshness_seconds} is over the maximum 10m; use a shorter run",
@@ -83,7 +93,7 @@ def bench_ingest(
     if stream == "wide":
         from slidewin.client.bench.streams import run_wide_bench
 
-        report = run_wide_bench(app.dsn, opts, app.progress)
+        report = run_wide_bench(app.dsn, opts, app.progress, baselines=baselines)
     else:
         report = run_bench(app.dsn, opts, app.progress)
     if as_json:
