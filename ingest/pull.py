@@ -56,10 +56,12 @@ def arrow_partitions(df: DataFrame) -> Iterator[pa.Table]:
         yield table
 
 
-def indexed_partitions(df: DataFrame) -> Iterator[tuple[int, pa.Table]]:
+def indexed_partitions(df: DataFrame, ahead: int = AHEAD) -> Iterator[tuple[int, pa.Table]]:
     """``(partition index, table)`` for each non-empty partition of ``df``, in the order of its
     files. The index is Spark's partition id (``spark_partition_id()`` in a plan over the same
     scan), which ties a table to what another job computed of the same partition.
+
+    ``ahead``: partitions computed at once ahead of the caller (each a Spark job of its own).
 
     Spark errors surface as they do for ``toArrow`` (``Py4JJavaError``) when the partition
     that raised them is pulled. If the caller stops early, the partition being computed is
@@ -75,13 +77,14 @@ def indexed_partitions(df: DataFrame) -> Iterator[tuple[int, pa.Table]]:
     collect: Callable[[int], pa.Table] = inheritable_thread_target(df.sparkSession)(
         lambda index: _collect(rdd, index, schema)
     )
-    with ThreadPoolExecutor(max_workers=AHEAD, thread_name_prefix="slidewin-pull") as pool:
-        running = deque((index, pool.submit(collect, index)) for index in order[:AHEAD])
-        for following in [*order[AHEAD:], None]:
+    with ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="slidewin-pull") as pool:
+        running = deque((index, pool.submit(collect, index)) for index in order[:ahead])
+        following = iter(order[ahead:])
+        while running:
             index, pulling = running.popleft()
             table = pulling.result()
-            if following is not None:
-                running.append((following, pool.submit(collect, following)))
+            if (more := next(following, None)) is not None:
+                running.append((more, pool.submit(collect, more)))
             if table.num_rows:
                 yield index, table
 

@@ -37,6 +37,7 @@ cannot take as they are, and every file of a stream that keeps extras in ``attrs
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,6 +58,10 @@ from slidewin.ingest.spark_internals import GLOB_PATHS_OPTION
 from slidewin.ingest.typed import Layout, Limits, Parsed
 from slidewin.ingest.typed_arrow import TS, target_type
 
+# Spark partitions computed at once ahead of the writer: parsing text costs Spark several times
+# what the database spends on the same rows, so both cores parse it; Parquet costs less than
+# the write, and a second job would only take the writer's core
+AHEAD = {"json": 2, "csv": 2, "parquet": 1}
 HEADER_BYTES = 1 << 20  # a CSV header longer than this is read with its file, on the driver
 _INTEGER = r"^[+-]?[0-9]+$"
 _DECIMAL = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
@@ -198,13 +203,15 @@ def _limits_ok(ts: Column, limits: Limits) -> Column:
 
 
 def _text_value(v: Column, type_: str, *, json: bool, limited: bool,
-                raw: Column) -> tuple[Column, Column]:
+                raw: Column, name: str = "") -> tuple[Column, Column]:
     """(typed value, clean) of a column read as text."""
     if type_ == "text":
         ok = ~v.contains(NUL)
-        if json:
-            ok = ok & ~(v.startswith("{") | v.startswith("[")
-                        | (v.rlike(_JAVA_FLOAT) & v.rlike("[.eE]")))
+        if json:  # an object, an array or a number with a fraction came as Spark renders it
+            first = F.substring(v, 1, 1)
+            odd = F.when(first.isin("{", "["), F.lit(True)).when(
+                first.isin("-", *"0123456789"), v.rlike(_JAVA_FLOAT) & v.rlike("[.eE]"))
+            ok = ok & ~F.coalesce(odd, F.lit(False))
         if limited:
             ok = ok & (F.length(v) <= F.lit(typed.MAX_KEY_CHARS))
         return v, ok
@@ -221,13 +228,13 @@ def _text_value(v: Column, type_: str, *, json: bool, limited: bool,
         if target is None:  # unconstrained or wider than Spark's: PostgreSQL converts it
             ok = v.rlike(_PLAIN_DECIMAL)
             if json:
-                ok = ok & ~raw.rlike("[0-9.]{16}")
+                ok = ok & F.when(v.rlike("[.eE]"), _written_exactly(v, name, raw)).otherwise(True)
             return v, ok
         value = F.when(v.rlike(_DECIMAL), v.try_cast(f"decimal({target.precision},"
                                                       f"{target.scale})"))
         ok = value.isNotNull()
-        if json:  # a JSON number came through a double: safe only with at most 15 digits
-            ok = ok & (~v.rlike("[.eE]") | ~raw.rlike("[0-9.]{16}"))
+        if json:  # a JSON number with a fraction came through a double: exact only as written
+            ok = ok & F.when(v.rlike("[.eE]"), _written_exactly(v, name, raw)).otherwise(True)
         return value, ok
     if type_ == "boolean":
         lower = F.lower(v)
@@ -243,6 +250,22 @@ def _text_value(v: Column, type_: str, *, json: bool, limited: bool,
     return F.lit(None), F.lit(False)  # jsonb: the record path renders it
 
 
+def _written_exactly(v: Column, name: str, raw: Column) -> Column:
+    """Whether ``v``, Spark's text of member ``name``, is the value as written: it was a JSON
+    string, or a number of at most 15 significant digits (which a double carries exactly).
+    Spark reads a JSON number with a fraction as a double, so ``0.1000000000000000001`` would
+    reach it as ``0.1``: such a record is left to the record path, which reads the digits."""
+    number = F.regexp_extract(raw, '"' + re.escape(name) + r'"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1)
+    # and as Spark renders it: Java 17's rendering of a double may carry digits the input did
+    # not have; two decimals of at most 15 digits each that are one double are one number
+    return (number == F.lit("")) | ((_digits(number) <= F.lit(15)) & (_digits(v) <= F.lit(15)))
+
+
+def _digits(number: Column) -> Column:
+    """The digits of a decimal number's mantissa (leading zeros included: an upper bound)."""
+    return F.length(F.regexp_replace(F.regexp_replace(number, "[eE].*$", ""), "[^0-9]", ""))
+
+
 def _typed_columns(layout: Layout, values: dict[str, Column], *, json: bool, raw: Column
                    ) -> tuple[list[Column], Column]:
     """Each declared column typed from its text (``values``: name -> string Column, missing
@@ -252,7 +275,7 @@ def _typed_columns(layout: Layout, values: dict[str, Column], *, json: bool, raw
     for col in layout.columns:
         v = values.get(col.name, F.lit(None).cast("string"))
         value, ok = _text_value(v, col.type, json=json, limited=col.name in layout.limited,
-                                raw=raw)
+                                raw=raw, name=col.name)
         present_ok = v.isNull() | ok
         if col.name in layout.required:
             present_ok = v.isNotNull() & ok
@@ -407,7 +430,7 @@ def pieces(spark: SparkSession, layout: Layout, groups: FileGroups, limits: Limi
         plans.append(("parquet", parquet_plan(spark, layout, schema, paths, limits), []))
     target = pa.schema([(c.name, target_type(c.type) or pa.string()) for c in layout.columns])
     for kind, plan, names in plans:
-        for _pid, table in indexed_partitions(plan):
+        for _pid, table in indexed_partitions(plan, ahead=AHEAD[kind]):
             yield _piece(layout, kind, names, table, target, limits, seen_headers)
     if groups.whole:
         yield typed.parse_files(layout, whole_files, limits)

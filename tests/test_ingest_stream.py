@@ -413,7 +413,7 @@ def write_files(folder, sizes=SIZES):
 
 def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_per_partition):
     from slidewin.ingest.parse import read_files
-    from slidewin.ingest.pull import arrow_partitions, partition_order
+    from slidewin.ingest.pull import arrow_partitions, indexed_partitions, partition_order
     from slidewin.ingest.spark_internals import arrow_batch_rdd
 
     df = read_files(spark, "parquet", list(reversed(write_files(tmp_path))))
@@ -427,6 +427,10 @@ def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_pe
     assert [t.num_rows for t in tables] == [5, 50, 20, 35]
     pulled = pa.concat_tables(tables).sort_by("uuid")
     assert pulled.equals(df.toArrow().sort_by("uuid"))
+    # computed two and three at a time, every partition still comes, in the same order
+    for ahead in (2, 3, 9):
+        again = [t for _i, t in indexed_partitions(df, ahead=ahead)]
+        assert [t.num_rows for t in again] == [5, 50, 20, 35], ahead
 
 
 def test_spark_partials_are_the_aggregates_of_each_pulled_partition(
