@@ -257,6 +257,34 @@ class LandingSweep:
                 moved += self._move_aside(Path(entry.path), why)
         return moved
 
+    def set_aside_declared(self, declared: Iterable[tuple[Path, Path, tuple[str, ...]]]) -> int:
+        """Step 1 in each declared stream's folder (``(folder, checkpoint, suffixes)``): what
+        nothing may open, under a name the stream reads, is moved aside -- unless a batch of
+        the stream listed it already (that batch dead-letters it)."""
+        moved = 0
+        with self._lock:
+            for folder, checkpoint, suffixes in declared:
+                log = self._log(checkpoint)
+                try:
+                    with os.scandir(folder) as found:
+                        entries = [e for e in found if not e.name.startswith((".", "_"))
+                                   and e.name.lower().endswith(suffixes)]
+                except OSError:
+                    continue
+                for entry in entries:
+                    why = None if entry.path in log.seen else hazard(entry)
+                    if why is not None:
+                        moved += self._move_aside(Path(entry.path), why)
+        return moved
+
+    def _log(self, checkpoint: Path) -> SourceLog:
+        """A declared stream's source log, read up to now."""
+        log = self._logs.get(checkpoint)
+        if log is None:
+            log = self._logs[checkpoint] = SourceLog(checkpoint / "sources" / "0")
+        log.refresh()
+        return log
+
     def _move_aside(self, path: Path, why: str) -> int:
         folder = self.config.rejected_dir
         target = folder / path.name
@@ -334,11 +362,7 @@ class LandingSweep:
         suffixes = tuple(s for of_stream in self.suffixes.values() for s in of_stream)
         found = [Folder(self.config.landing, suffixes, self._picked_up)]
         for folder, checkpoint, its_suffixes in declared:
-            log = self._logs.get(checkpoint)
-            if log is None:
-                log = self._logs[checkpoint] = SourceLog(checkpoint / "sources" / "0")
-            log.refresh()
-            found.append(Folder(folder, its_suffixes, log.lists))
+            found.append(Folder(folder, its_suffixes, self._log(checkpoint).lists))
         return found
 
     def _picked_up(self, path: str, mtime_ms: int) -> bool:

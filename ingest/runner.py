@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slidewin.db.clock import Clock, utc_now
@@ -139,10 +140,13 @@ def run(
         for handler in handlers:
             queries.append(start_stream(session, config, handler))
         progress(_started_line(config, session))
+        # the declared streams' folders before their queries list them, then with each sweep
+        sweep.set_aside_declared(declared_folders(config, declared.names(dsn)))
         declared.sync()
         if not config.once:
             watch = _backlog_watch(config, sweep, declared, warn or progress, clock)
-            _sweep_until(sweep, swept, watch)
+            _sweep_until(sweep, swept, watch, lambda: sweep.set_aside_declared(
+                declared_folders(config, list(declared.running))))
         # PySpark's SparkContext installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); ours goes back on top so Ctrl-C and SIGTERM stop cleanly
         with stop_on_signals(stop):
@@ -164,7 +168,8 @@ def run(
 
 
 def _sweep_until(
-    sweep: LandingSweep, stop: threading.Event, watch: Callable[[], None] = lambda: None
+    sweep: LandingSweep, stop: threading.Event, watch: Callable[[], None] = lambda: None,
+    declared: Callable[[], object] = lambda: None,
 ) -> None:
     """Sweep the landing directory every few seconds in a thread until ``stop`` is set; then
     ``watch`` what is left waiting."""
@@ -173,10 +178,22 @@ def _sweep_until(
         while not stop.wait(SWEEP_EVERY_S):
             with contextlib.suppress(Exception):  # a sweep that fails is tried again later
                 sweep.sweep()
+                declared()
             with contextlib.suppress(Exception):  # so is a measurement
                 watch()
 
     threading.Thread(target=loop, name="slidewin-landing-sweep", daemon=True).start()
+
+
+def declared_folders(config: IngestConfig, names: list[str]
+                     ) -> list[tuple[Path, Path, tuple[str, ...]]]:
+    """(folder, checkpoint, file suffixes) of each declared stream named."""
+    from slidewin.ingest.typed import EXTENSIONS
+    from slidewin.ingest.typed_stream import checkpoint_name, folder_of
+
+    suffixes = tuple(f".{ext}" for ext in EXTENSIONS)
+    return [(folder_of(config, name), config.checkpoint_for(checkpoint_name(name)), suffixes)
+            for name in names]
 
 
 def _backlog_watch(
@@ -187,17 +204,10 @@ def _backlog_watch(
     clock: Clock,
 ) -> Callable[[], None]:
     """Measure the files waiting in every stream's folder; warn while the ingest is behind."""
-    from slidewin.ingest.typed import EXTENSIONS
-    from slidewin.ingest.typed_stream import checkpoint_name, folder_of
-
     alarm = BehindAlarm(behind_after(config.trigger, config.streams_trigger or config.trigger))
-    suffixes = tuple(f".{ext}" for ext in EXTENSIONS)
 
     def watch() -> None:
-        folders = sweep.folders(
-            (folder_of(config, name), config.checkpoint_for(checkpoint_name(name)), suffixes)
-            for name in list(declared.running)
-        )
+        folders = sweep.folders(declared_folders(config, list(declared.running)))
         now = clock()
         line = alarm.check(measure(folders, now), now)
         if line is not None:

@@ -209,6 +209,23 @@ class Undecodable:
         return self.data.decode("utf-8", "replace")
 
 
+class Unrepresentable:
+    """A Parquet value Python cannot hold (a timestamp before year 1 or after 9999): its text as
+    Arrow writes it; no column type takes it (``bad_ts`` in the time column, ``bad_type``
+    elsewhere)."""
+
+    def __init__(self, scalar: Any) -> None:
+        import pyarrow as pa
+
+        try:
+            self.text = str(scalar.cast(pa.string()).as_py())
+        except (pa.ArrowException, OverflowError, ValueError):
+            self.text = f"a {scalar.type} value out of range"
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class Layout:
     """A stream's columns as the parser needs them: names in table order (``attrs`` last when
     the stream keeps extras), which are required, and one converter per column."""
@@ -818,13 +835,13 @@ def pylist(batch: Any) -> list[dict[str, Any]]:
     that is not valid UTF-8), that column value by value, such a value ``Undecodable``."""
     try:
         return batch.to_pylist()
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, OverflowError, ValueError):
         pass
     columns = {}
     for col_name, column in zip(batch.schema.names, batch.columns, strict=True):
         try:
             columns[col_name] = column.to_pylist()
-        except UnicodeDecodeError:
+        except (UnicodeDecodeError, OverflowError, ValueError):
             columns[col_name] = [_value(column[i]) for i in range(len(column))]
     return [{k: v[i] for k, v in columns.items()} for i in range(batch.num_rows)]
 
@@ -836,6 +853,8 @@ def _value(scalar: Any) -> Any:
 
     try:
         return scalar.as_py()
+    except (OverflowError, ValueError):  # a time Python's datetime cannot hold (146000 BC)
+        return Unrepresentable(scalar)
     except UnicodeDecodeError:
         if pa.types.is_string(scalar.type) or pa.types.is_large_string(scalar.type):
             return Undecodable(scalar.cast(pa.binary()).as_py())

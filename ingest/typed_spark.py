@@ -55,6 +55,7 @@ from slidewin.ingest.eventtime import MAX_TS, MIN_TS, NUL, parse_ts, ts_lit
 from slidewin.ingest.parse import _at_run_time
 from slidewin.ingest.pull import indexed_partitions
 from slidewin.ingest.spark_internals import GLOB_PATHS_OPTION
+from slidewin.ingest.stream import read_alone
 from slidewin.ingest.typed import Layout, Limits, Parsed
 from slidewin.ingest.typed_arrow import TS, target_type
 
@@ -88,12 +89,17 @@ class SpanningCsv(Exception):
 
 @dataclass
 class FileGroups:
-    """A batch's files by how Spark reads them."""
+    """A batch's files by how Spark reads them: groups of one kind and shape, each read with
+    one plan -- ``(kind, key, paths)``, the key a CSV file's header line or a Parquet file's
+    schema -- and the files the record path reads ``whole``, on the driver."""
 
-    json: list[str] = field(default_factory=list)
-    csv: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # line -> names
-    parquet: dict[str, tuple[pa.Schema, list[str]]] = field(default_factory=dict)
-    whole: list[str] = field(default_factory=list)  # read by the record path, on the driver
+    groups: dict[tuple[str, str], tuple[Any, list[str]]] = field(default_factory=dict)
+    whole: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, key: str, shape: Any, path: str) -> None:
+        if read_alone(path):  # a name Spark would take for a pattern: a read of its own
+            key = f"{key}\0{path}"
+        self.groups.setdefault((kind, key), (shape, []))[1].append(path)
 
 
 def group_files(layout: Layout, paths: Sequence[str], whole: frozenset[str] = frozenset()
@@ -105,19 +111,19 @@ def group_files(layout: Layout, paths: Sequence[str], whole: frozenset[str] = fr
         if layout.stream.keep_extra or path in whole or kind is None:
             groups.whole.append(path)
         elif kind == "json":
-            groups.json.append(path)
+            groups.add("json", "", None, path)
         elif kind == "csv":
             header = csv_header(path)
             if header is None:
                 groups.whole.append(path)
             else:
-                groups.csv.setdefault(header[0], (header[1], []))[1].append(path)
+                groups.add("csv", header[0], header, path)
         else:
             schema = _parquet_schema(layout, path)
             if schema is None:
                 groups.whole.append(path)
             else:
-                groups.parquet.setdefault(schema.to_string(), (schema, []))[1].append(path)
+                groups.add("parquet", schema.to_string(), schema, path)
     return groups
 
 
@@ -422,12 +428,14 @@ def pieces(spark: SparkSession, layout: Layout, groups: FileGroups, limits: Limi
     Raises ``SpanningCsv`` when a CSV line shows its file has records spanning lines."""
     seen_headers: set[str] = set()
     plans: list[tuple[str, DataFrame, list[str]]] = []
-    if groups.json:
-        plans.append(("json", json_plan(spark, layout, groups.json, limits), []))
-    for line, (names, paths) in groups.csv.items():
-        plans.append(("csv", csv_plan(spark, layout, line, names, paths, limits), names))
-    for schema, paths in groups.parquet.values():
-        plans.append(("parquet", parquet_plan(spark, layout, schema, paths, limits), []))
+    for (kind, _key), (shape, paths) in groups.groups.items():
+        if kind == "json":
+            plans.append((kind, json_plan(spark, layout, paths, limits), []))
+        elif kind == "csv":
+            line, names = shape
+            plans.append((kind, csv_plan(spark, layout, line, names, paths, limits), names))
+        else:
+            plans.append((kind, parquet_plan(spark, layout, shape, paths, limits), []))
     target = pa.schema([(c.name, target_type(c.type) or pa.string()) for c in layout.columns])
     for kind, plan, names in plans:
         for _pid, table in indexed_partitions(plan, ahead=AHEAD[kind]):

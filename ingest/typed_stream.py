@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlparse
 
 import psycopg
 from pyspark.sql import DataFrame, SparkSession
@@ -40,7 +39,7 @@ from slidewin.ingest.landing import not_a_file
 from slidewin.ingest.parse import any_case_glob
 from slidewin.ingest.sink import BatchResult
 from slidewin.ingest.stream import triggered
-from slidewin.ingest.tidy import batch_entries, dispose, last_committed_batch
+from slidewin.ingest.tidy import batch_entries, batch_files, dispose, last_committed_batch
 from slidewin.ingest.typed import EXTENSIONS, Layout, Limits, Parsed
 from slidewin.ingest.typed_sink import StreamGone, stream_query_id, write_stream_batch
 from slidewin.ingest.typed_spark import SpanningCsv, group_files, pieces
@@ -98,7 +97,8 @@ class StreamHandler:
         marker makes that exactly once), or with the CSV files whose records span lines read
         whole (``typed_spark.SpanningCsv``: the first try rolled back)."""
         query_id = stream_query_id(self.config.query_id, self.name, str(self._checkpoint_id))
-        listed = list_files(df)
+        listed = list_files(df, self.config.checkpoint_for(checkpoint_name(self.name)),
+                            batch_id)
         whole: set[str] = set()
         while True:
             try:
@@ -144,19 +144,27 @@ class Listed:
     refused: list[tuple[str, str]]
 
 
-def list_files(df: DataFrame) -> Listed:
-    """The batch's files, listed by the file source (their contents are not read here)."""
+def list_files(df: DataFrame, checkpoint: Path, batch_id: int) -> Listed:
+    """The batch's files as the file source logged them in the checkpoint (their contents
+    are not read here); where that log cannot be read, as the batch's DataFrame lists them
+    -- each once: Spark repeats a path there once per name in the batch that holds a glob
+    character."""
+    paths = [str(p) for p in batch_files(checkpoint, batch_id)]
+    if not paths:
+        prefix = "file:"
+        listed = [row["path"] for row in df.select("path").collect()]
+        paths = list(dict.fromkeys(p[len(prefix):] if p.startswith(prefix) else p
+                                   for p in listed))
     readable: list[str] = []
     refused: list[tuple[str, str]] = []
-    for row in df.select("path").collect():
-        local = unquote(urlparse(row["path"]).path)
+    for local in paths:
         why = not_a_file(local)
         if why is None and os.path.exists(local) and not os.access(local, os.R_OK):
             why = "a file this process may not read"
         if why is None:
             readable.append(local)
         else:
-            refused.append((_name(row["path"]), why))
+            refused.append((PurePosixPath(local).name, why))
     return Listed(readable, refused)
 
 
@@ -174,13 +182,9 @@ def _whole_files(paths: list[str], refused: list[tuple[str, str]]
     for path in paths:
         try:
             with open(path, "rb") as f:
-                yield _name(path), f.read()
+                yield PurePosixPath(path).name, f.read()
         except OSError as exc:
-            yield _name(path), f"a file that cannot be read ({exc.strerror})"
-
-
-def _name(path: str) -> str:
-    return PurePosixPath(unquote(urlparse(path).path)).name
+            yield PurePosixPath(path).name, f"a file that cannot be read ({exc.strerror})"
 
 
 def read_stream(spark: SparkSession, config: IngestConfig, name: str) -> DataFrame:

@@ -237,7 +237,7 @@ def test_a_csv_record_spanning_lines_sends_its_file_to_the_record_path(spark, tm
     data = f'k,ts,need,label\nk1,{iso(T0)},y,"two\nlines"\nk2,{iso(T0)},y,plain\n'.encode()
     (tmp_path / "s.csv").write_bytes(data)
     groups = group_files(layout, [str(tmp_path / "s.csv")])
-    assert list(groups.csv) == ["k,ts,need,label"]
+    assert list(groups.groups) == [("csv", "k,ts,need,label")]
     with pytest.raises(SpanningCsv):
         list(pieces(spark, layout, groups, LIMITS, iter(())))
     got = by_spark(spark, tmp_path, layout)
