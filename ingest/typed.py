@@ -180,6 +180,24 @@ class Parsed:
     def rows_in(self) -> int:
         return self.good + self.counted + self.copies + len(self.bad)
 
+    def take(self, result: Result, seen: set[tuple[Any, datetime]], key: int, time: int
+             ) -> None:
+        """One record's verdict into the batch: a dead letter, a copy of a (key, time) in
+        ``seen`` already (the first is kept), or a row."""
+        row, bad, extra = result
+        self.extra += int(extra)
+        if bad is not None:
+            self.bad.append(bad)
+            return
+        assert row is not None
+        identity = (row[key], row[time])
+        if identity in seen:
+            self.copies += 1
+            return
+        seen.add(identity)
+        self.rows.append(row)
+        self.newest(row[time])
+
     def newest(self, ts: datetime | None) -> None:
         if ts is not None and (self.max_ts is None or ts > self.max_ts):
             self.max_ts = ts
@@ -592,28 +610,15 @@ def parse_files(layout: Layout, files: Iterable[tuple[str, bytes | str]],
                 limits: Limits) -> Parsed:
     """Every record of the batch's files (name, content), in name order, as good rows or dead
     letters; a (key, time) seen before in the batch is dropped and counted in ``copies``."""
-    parsed, seen = Parsed(), set()
+    parsed, seen = Parsed(), set[tuple[Any, datetime]]()
     ki, ti = layout.key_index, layout.time_index
     for name, content in sorted(files, key=lambda f: f[0]):
         if isinstance(content, str):  # an entry nobody may open: content says why
             parsed.bad.append(DeadLetter(name, "unreadable_file", f"{content}; never opened",
                                          clean_text(name)[0]))
             continue
-        results = parse_file(layout, name, content, limits, parsed)
-        for row, bad, extra in results:
-            parsed.extra += int(extra)
-            if bad is not None:
-                parsed.bad.append(bad)
-                continue
-            assert row is not None
-            identity = (row[ki], row[ti])
-            if identity in seen:
-                parsed.copies += 1
-                continue
-            seen.add(identity)
-            parsed.rows.append(row)
-            ts = row[ti]
-            parsed.max_ts = ts if parsed.max_ts is None else max(parsed.max_ts, ts)
+        for result in parse_file(layout, name, content, limits, parsed):
+            parsed.take(result, seen, ki, ti)
     return parsed
 
 
@@ -848,14 +853,13 @@ def pylist(batch: Any) -> list[dict[str, Any]]:
 
 def _value(scalar: Any) -> Any:
     """A scalar's Python value; ``Undecodable`` when it is a string that is not UTF-8 (its
-    bytes), or a nested value holding one (its JSON text, strings as ``\\x`` hex)."""
+    bytes), or a nested value holding one (its JSON text, strings as ``\\x`` hex);
+    ``Unrepresentable`` when Python has no such value."""
     import pyarrow as pa
 
     try:
         return scalar.as_py()
-    except (OverflowError, ValueError):  # a time Python's datetime cannot hold (146000 BC)
-        return Unrepresentable(scalar)
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # (a ValueError: before the clause below)
         if pa.types.is_string(scalar.type) or pa.types.is_large_string(scalar.type):
             return Undecodable(scalar.cast(pa.binary()).as_py())
         try:
@@ -863,6 +867,8 @@ def _value(scalar: Any) -> Any:
         except (pa.ArrowException, UnicodeDecodeError):
             return Undecodable(b"")
         return Undecodable(render_json(value).encode())
+    except (OverflowError, ValueError):  # a time Python's datetime cannot hold (146000 BC)
+        return Unrepresentable(scalar)
 
 
 def _as_binary(type_: Any) -> Any:

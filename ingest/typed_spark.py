@@ -488,21 +488,8 @@ def _decide(layout: Layout, kind: str, header: list[str], suspects: pa.Table, li
             result = typed.csv_line(layout, source, header, raw, limits)
         else:
             result = typed.parquet_row(layout, source, raw, limits)
-        if result is None:
-            continue
-        row, bad, extra = result
-        piece.extra += int(extra)
-        if bad is not None:
-            piece.bad.append(bad)
-            continue
-        assert row is not None
-        identity = (row[ki], row[ti])
-        if identity in seen:
-            piece.copies += 1
-            continue
-        seen.add(identity)
-        piece.rows.append(row)
-        piece.newest(row[ti])
+        if result is not None:
+            piece.take(result, seen, ki, ti)
 
 
 __all__ = ["TS", "FileGroups", "SpanningCsv", "csv_header", "group_files", "pieces"]

@@ -116,6 +116,19 @@ def test_parquet_by_name_and_raw_as_json():
     assert [b.reason for b in bad.bad] == ["malformed"]
 
 
+def test_a_parquet_time_python_cannot_hold_is_a_dead_letter_not_a_failure():
+    """-2**62 microseconds is 146,000 BC: Arrow holds it, Python's datetime cannot."""
+    far = pa.array([-(2**62), int(T0.timestamp()) * 10**6], pa.timestamp("us", tz="UTC"))
+    table = pa.table({"ts": far, "sensor": ["p", "q"], "site": ["x", "x"]})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    p = parse([("far.parquet", buf.getvalue())])
+    assert p.rows == [("q", T0, None, None, None, None, None, "x")]
+    assert [(b.reason, b.detail.startswith("ts is not a time")) for b in p.bad] == [
+        ("bad_ts", True)]
+    assert json.loads(p.bad[0].raw)["sensor"] == "p"
+
+
 def test_duplicates_within_the_batch_kept_once():
     p = parse([("a.jsonl", jsonl(rec(n=1), rec(n=2))), ("b.jsonl", jsonl(rec(n=3)))])
     assert [r[4] for r in p.rows] == [1] and p.copies == 2 and p.rows_in == 3
