@@ -668,11 +668,9 @@ def json_line(layout: Layout, name: str, line: bytes, limits: Limits) -> Result 
     if not line.strip():
         return None
     raw, exact = clean_text(line)
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, DeadLetter(name, "bad_encoding", "line is not valid UTF-8 (its exact "
-                                "bytes are in raw_bytes)", raw, exact), False
+    text = _decoded(name, line)
+    if not isinstance(text, str):
+        return text
     try:
         value = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
@@ -732,16 +730,23 @@ def csv_fields(layout: Layout, name: str, header: Sequence[str], fields: Sequenc
     return layout.record(values, name, raw, exact, limits, from_text=True)
 
 
-def csv_line(layout: Layout, name: str, header: Sequence[str], line: bytes,
-             limits: Limits) -> Result | None:
-    """One line of a CSV file whose records each fit on a line, read alone under the file's
-    header (None: a blank line), as ``_csv_records`` reads it."""
+def _decoded(name: str, line: bytes) -> str | Result:
+    """The line as text, or its ``bad_encoding`` dead letter when it is not UTF-8."""
     try:
-        text = line.decode("utf-8")
+        return line.decode("utf-8")
     except UnicodeDecodeError:
         raw, exact = clean_text(line)
         return None, DeadLetter(name, "bad_encoding", "line is not valid UTF-8 (its exact "
                                 "bytes are in raw_bytes)", raw, exact), False
+
+
+def csv_line(layout: Layout, name: str, header: Sequence[str], line: bytes,
+             limits: Limits) -> Result | None:
+    """One line of a CSV file whose records each fit on a line, read alone under the file's
+    header (None: a blank line), as ``_csv_records`` reads it."""
+    text = _decoded(name, line)
+    if not isinstance(text, str):
+        return text
     try:
         fields = next(csv.reader([text], strict=True), [])
     except csv.Error as exc:
