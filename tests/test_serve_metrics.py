@@ -1,8 +1,10 @@
 """``/metrics``: Prometheus text that Prometheus' own parser reads, named by its rules (the
 ``slidewin_`` prefix, base units, counters ending in ``_total``, no label that names a key of the
 data), with figures that are the store's -- and counters that never go down while retention
-deletes events, a stream is dropped with its dead letters and old job runs are pruned. The
-Grafana board and the Prometheus service of docker-compose.yml ask only for what it serves.
+deletes events, a stream is dropped with its dead letters and old job runs are pruned. Every
+stream has the figures the built-in one has (a declared stream fed by its ingest's own sink), and
+each join its results, watermark and how far its final answers reach. The Grafana board and the
+Prometheus service of docker-compose.yml ask only for what it serves.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from slidewin.client.serve.app import create_app
-from slidewin.db import streams
+from slidewin.db import joins, streams
+from slidewin.ingest.typed_sink import write_stream_batch
 from tests.serve_fixtures import LiveWriter, setup_store
 
 with warnings.catch_warnings():  # starlette's TestClient asks for httpx's successor; httpx works
@@ -43,6 +46,28 @@ def written(make_store) -> Iterator[tuple[str, LiveWriter]]:
     with LiveWriter(dsn, every_s=0.05, per_batch=30) as writer:
         writer.wait_batches(8)
     assert not writer.errors
+    now = datetime.now(UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # a batch of the declared stream through its ingest's sink: one good record, one bad
+        lines = [{"sensor": "s9", "ts": now.isoformat(), "temp": 21.5, "hum": 3},
+                 {"sensor": "s9", "ts": now.isoformat(), "temp": "hot", "hum": 4}]
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        result = write_stream_batch(conn, "sensors", "m/stream-sensors/x", 0,
+                                    [("s.jsonl", data)], now=now)
+        assert (result.accepted, result.rejected) == (1, 1), result
+        for name in ("orders", "payments"):
+            streams.define(conn, name, key="id", time="ts",
+                           columns=[streams.Column("id", "text"), streams.Column("k", "text")])
+        joins.define(conn, "paid", left="orders", right="payments", on="k",
+                     before=timedelta(seconds=5), after=timedelta(seconds=5), now=now)
+        conn.execute("INSERT INTO slidewin_streams.orders (id, k, ts) VALUES ('o1', 'a', %s), "
+                     "('o2', 'a', %s)", (now - timedelta(seconds=30), now - timedelta(seconds=2)))
+        conn.execute("INSERT INTO slidewin_streams.payments (id, k, ts) VALUES ('p1', 'a', %s)",
+                     (now - timedelta(seconds=1),))
+        for name in ("orders", "payments"):  # as the ingest records a batch
+            conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, '0s')",
+                         (name, now - timedelta(seconds=1), now))
+            conn.execute("SELECT slidewin.joins_advance(%s, %s)", (name, now))
     return dsn, writer
 
 
@@ -100,6 +125,59 @@ def test_the_figures_are_the_store_s(client, written):
         newest.timestamp())
     assert 0 <= samples["slidewin_stream_freshness_seconds", events] < 120
     assert samples["slidewin_store_up", ()] == 1
+
+
+def _by_stream(samples: Scrape) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for (name, labels), _value in samples.items():
+        stream = dict(labels).get("stream")
+        if stream is not None:
+            found.setdefault(stream, set()).add(name)
+    return found
+
+
+def test_a_declared_stream_has_every_figure_the_built_in_one_has(client, written):
+    dsn, _writer = written
+    _families, samples = scrape(client)
+    figures = _by_stream(samples)
+    assert figures["sensors"] == figures["events"], figures["events"] ^ figures["sensors"]
+    sensors = (("stream", "sensors"),)
+    assert samples["slidewin_ingest_batches_total", sensors] == 1
+    assert samples["slidewin_ingest_events_accepted_total", sensors] == 1
+    assert samples["slidewin_ingest_records_rejected_total", sensors] == 1
+    assert samples["slidewin_dead_letters_total", (("reason", "bad_type"), *sensors)] == 1
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        held = conn.execute("SELECT count(*) FROM slidewin_streams.sensors").fetchone()[0]
+        watermark = conn.execute("SELECT watermark FROM slidewin.stream_state "
+                                 "WHERE stream = 'sensors'").fetchone()[0]
+    assert samples["slidewin_stream_events", sensors] == held
+    assert samples["slidewin_stream_watermark_timestamp_seconds", sensors] == pytest.approx(
+        watermark.timestamp())
+    assert samples["slidewin_retention_history_seconds", sensors] == 600
+    # a stream with no batch and no deletion yet: its counters are there, at 0
+    quiet = (("stream", "orders"),)
+    for name in ("ingest_batches", "ingest_events_accepted", "ingest_events_duplicate",
+                 "ingest_records_rejected", "retention_deleted_events"):
+        assert samples[f"slidewin_{name}_total", quiet] == 0, name
+
+
+def test_each_join_has_its_results_watermark_and_how_far_its_answers_are_final(client, written):
+    dsn, _writer = written
+    _families, samples = scrape(client)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        state = joins.status(conn, "paid")
+        written_pairs = conn.execute("SELECT count(*) FROM slidewin_joins.paid").fetchone()[0]
+    paid = (("join", "paid"),)
+    assert written_pairs == 1 and state.pairs == 1  # o2 with p1; o1 is 29 s before p1
+    assert samples["slidewin_join_results_total", (("join", "paid"), ("kind", "pair"))] == 1
+    assert state.watermark is not None and state.complete_up_to is not None
+    assert samples["slidewin_join_watermark_timestamp_seconds", paid] == pytest.approx(
+        state.watermark.timestamp())
+    assert samples["slidewin_join_complete_up_to_timestamp_seconds", paid] == pytest.approx(
+        state.complete_up_to.timestamp())
+    age = samples["slidewin_join_complete_up_to_age_seconds", paid]
+    assert 0 < age < 120 and age == pytest.approx(
+        datetime.now(UTC).timestamp() - state.complete_up_to.timestamp(), abs=30)
 
 
 def test_counters_never_go_down_while_the_rows_they_counted_are_deleted(client, written):
@@ -175,3 +253,4 @@ def test_docker_compose_runs_serve_prometheus_and_grafana_together():
     provider = yaml.safe_load((ROOT / "monitoring/grafana/provisioning/dashboards/"
                                       "slidewin.yml").read_text())["providers"][0]
     assert f"./monitoring/grafana/dashboards:{provider['options']['path']}:ro" in mounts
+

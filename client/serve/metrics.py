@@ -11,7 +11,12 @@ the jobs and the clients are other processes:
   a few rows whatever the number of batches;
 - session windows and joins: the totals their definitions keep (``slidewin.session_defs``,
   ``slidewin.joins``), raised by the triggers that maintain them;
-- freshness, lag, rows held: gauges from the stream state and the rollups.
+- freshness, lag, rows held: gauges from the stream state and the rollups; a join's watermark
+  and how far its final answers reach (``slidewin.join_status``).
+
+Every stream has the same figures, the built-in one and the declared ones alike: the ingest's
+and retention's counters start at 0 for a stream that has not had a batch or a deletion yet, so
+a rate over them starts with the stream, not with its first count.
 
 ``db reset`` empties the store and its counters with it: to Prometheus that is a counter reset,
 as a process restart is.
@@ -93,8 +98,12 @@ SELECT s.name, s.open, s.merges, s.late, s.created
  WHERE d.dropped_at IS NULL ORDER BY d.name
 """
 
-JOINS_SQL = ("SELECT name, pairs, left_only, right_only, late_left, late_right "
-             "FROM slidewin.joins ORDER BY name")
+JOINS_SQL = ("SELECT s.name, s.pairs, s.left_only, s.right_only, s.late_left, s.late_right, "
+             "s.watermark, s.complete_up_to FROM slidewin.joins j, "
+             "LATERAL slidewin.join_status(j.name) s ORDER BY j.name")
+PER_STREAM = ("ingest_batches_total", "ingest_events_accepted_total",
+              "ingest_events_duplicate_total", "ingest_records_rejected_total",
+              "retention_deleted_events_total")
 
 
 def gather(conn: psycopg.Connection, now: datetime | None = None) -> list[Family]:
@@ -122,12 +131,17 @@ def gather(conn: psycopg.Connection, now: datetime | None = None) -> list[Family
         c["session_windows_late_events_total"].add(late, window=name)
         c["session_windows_sessions_created_total"].add(created, window=name)
     joins = conn.execute(JOINS_SQL).fetchall()
-    for name, pairs, left_only, right_only, late_left, late_right in joins:
+    for name, pairs, left_only, right_only, late_left, late_right, watermark, complete in joins:
         c["join_results_total"].add(pairs, join=name, kind="pair")
         c["join_results_total"].add(left_only, join=name, kind="left_only")
         c["join_results_total"].add(right_only, join=name, kind="right_only")
         c["join_late_records_total"].add(late_left, join=name, side="left")
         c["join_late_records_total"].add(late_right, join=name, side="right")
+        c["join_watermark_timestamp_seconds"].add(_epoch(watermark), join=name)
+        c["join_complete_up_to_timestamp_seconds"].add(_epoch(complete), join=name)
+        if complete is not None:
+            c["join_complete_up_to_age_seconds"].add(
+                round((now - complete).total_seconds(), 6), join=name)
     c["joins"].add(len(joins))
     c["session_windows"].add(len(c["session_windows_open"].samples))
     c["schema_version"].add(current_version(conn))
@@ -137,12 +151,24 @@ def gather(conn: psycopg.Connection, now: datetime | None = None) -> list[Family
     return list(c.values())
 
 
+def _zeros(c: dict[str, Family], present: list[str]) -> None:
+    """0 for each per-stream counter a stream has not raised yet: every stream there is, and
+    every stream a counter names (a dropped stream's series stay, as its counts do)."""
+    named = {dict(labels)["stream"] for f in (*PER_STREAM, "dead_letters_total")
+             for labels, _v in c[f].samples if "stream" in dict(labels)}
+    for name in PER_STREAM:
+        counted = {dict(labels).get("stream") for labels, _v in c[name].samples}
+        for stream in sorted(named.union(present) - counted):
+            c[name].add(0, stream=stream)
+
+
 def _streams(conn: psycopg.Connection, c: dict[str, Family], now: datetime) -> None:
     state = {r[0]: r[1:] for r in conn.execute(STATE_SQL)}
     found = streams.list_streams(conn)
     c["streams"].add(len(found))
     declared = {d["stream"]: d for d in streams.stream_status(conn)}
     policy = read_settings(conn)
+    _zeros(c, [s.name for s in found])
     for s in found:
         newest_ts, watermark, updated_at = state.get(s.name, (None, None, None))
         if s.builtin:
@@ -192,6 +218,12 @@ FAMILIES = (
     ("join_results_total", "counter",
      "Results an interval join wrote, by kind (pair, left_only, right_only)."),
     ("join_late_records_total", "counter", "Records too late for a join, by side."),
+    ("join_watermark_timestamp_seconds", "gauge",
+     "A join's watermark W: records before it are late for the join (Unix seconds)."),
+    ("join_complete_up_to_timestamp_seconds", "gauge",
+     "A join's answers before this time are final: they will not change (Unix seconds)."),
+    ("join_complete_up_to_age_seconds", "gauge",
+     "How far behind the wall clock a join's final answers reach: now minus complete_up_to."),
     ("stream_events", "gauge", "Events a stream holds now."),
     ("stream_newest_event_timestamp_seconds", "gauge",
      "The newest event time of a stream (Unix seconds)."),
