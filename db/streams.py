@@ -238,6 +238,33 @@ def row_count(conn: psycopg.Connection, stream: Stream) -> int:
     return int(row[0]) if row else 0
 
 
+RECENT_ROWS = 500  # the newest rows recent_keys reads, whatever the table holds
+
+# the built-in table's identity is (part, ts, uuid): its newest rows, read part by part along
+# that index, are a few index pages; "ORDER BY ts DESC" over the whole table sorts every row
+_BUILTIN_NEWEST = sql.SQL(
+    "SELECT e.uuid AS k, e.ts AS t FROM generate_series(0, (SELECT partitions - 1 FROM "
+    "slidewin.config)) p, LATERAL (SELECT uuid, ts FROM slidewin.events WHERE part = p "
+    "ORDER BY ts DESC LIMIT {n}) e")
+
+
+def recent_keys(conn: psycopg.Connection, name: str, limit: int = 20) -> list[str]:
+    """Up to ``limit`` distinct keys among the stream's newest rows, the newest first (as text):
+    keys a person looking at the stream may pick from, read along its time index."""
+    stream = get_stream(conn, name, builtin=True)
+    n = sql.Literal(RECENT_ROWS)
+    if stream.builtin:
+        newest = _BUILTIN_NEWEST.format(n=n)
+    else:
+        newest = sql.SQL("SELECT {k}::text AS k, {t} AS t FROM {table} ORDER BY {t} DESC "
+                         "LIMIT {n}").format(k=sql.Identifier(stream.key),
+                                             t=sql.Identifier(stream.time),
+                                             table=stream.table, n=n)
+    query = sql.SQL("SELECT k FROM (SELECT k, t FROM ({newest}) a ORDER BY t DESC LIMIT {n}) r "
+                    "GROUP BY k ORDER BY max(t) DESC, k LIMIT %s").format(newest=newest, n=n)
+    return [row[0] for row in conn.execute(query, (limit,))]
+
+
 @dataclass(frozen=True)
 class Window:
     window_start: datetime

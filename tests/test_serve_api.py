@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -226,6 +226,35 @@ def test_joins_say_where_they_stand(client):
         "paid", "orders", "payments", 1)
     found = api_json(client, "/api/v1/joins/paid?from=2026-01-01T11:59:00Z"
                              "&to=2026-01-01T12:01:00Z")
+    assert [(a["l"]["id"], a["r"]["id"]) for a in found["rows"]] == [("o1", "p1")]
+
+
+def _z(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize("stream", ["sensors", "events"])
+def test_the_dashboard_s_key_windows_are_the_windows_route_s(client, stream):
+    """The dashboard's charts of a key are ``windows tumbling --key`` over the same range."""
+    shown = {}
+    keys, measure = (("s1", "s2"), "&measure=hum") if stream == "sensors" else (("k1", "k2"), "")
+    for key in keys:
+        asked = f"stream={stream}&key={key}{measure}"
+        found = api_json(client, f"/api/v1/dashboard?{asked}&size=10s")
+        start = found["start"]["window"]
+        route = api_json(client, f"/api/v1/windows/tumbling?size=10s&{asked}"
+                                 f"&from={_z(start)}&to={_z(start + 300)}")
+        expected = [[datetime.fromisoformat(w["start"]).timestamp(), w["avg"], float(w["max"]),
+                     w["n"], 1 if w["final"] else 0] for w in route["windows"]]
+        assert found["series"]["window"] == expected and expected, key
+        shown[key] = expected
+    assert shown[keys[0]] != shown[keys[1]]  # each key its own windows
+
+
+def test_the_dashboard_lists_what_joins_show_returns(client):
+    found = api_json(client, "/api/v1/dashboard?stream=payments")["parts"]["join_results"]
+    assert found.pop("problem") is None
+    assert found == api_json(client, "/api/v1/joins/paid?limit=10")
     assert [(a["l"]["id"], a["r"]["id"]) for a in found["rows"]] == [("o1", "p1")]
 
 

@@ -10,6 +10,9 @@ own sink, without Spark, whose start takes longer than this test):
 - a stream without a measure shows its counts, without the measure's cards; a view the server
   refuses leaves nothing of the previous one on screen; one point on a time axis spans a minute,
   not years;
+- the key filter shows one key's windows (two keys, two sets of values), offers the stream's
+  keys, goes into the address and survives a reload; a key with no events is empty charts and a
+  note; the join results panel shows a result as it is written, and the join chosen;
 - a lost connection recovers: cut under the page, it resumes where it was (Last-Event-ID, no new
   snapshot); with the server restarted, it starts again from a snapshot of the new one.
 
@@ -24,6 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +35,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from slidewin.db import streams
+from slidewin.db import joins, streams
 from slidewin.db.streams import Column
 from tests.serve_fixtures import LiveWriter, ServedStore, screenshot_path, setup_store
 
@@ -43,6 +47,7 @@ pytestmark = pytest.mark.skipif(
            "can) or point SLIDEWIN_CHROMIUM at one")
 pytestmark = [pytestmark, pytest.mark.slow]
 WAIT_MS = 30_000
+STREAMS = ["events", "meters", "orders", "payments", "plain", "sensors"]
 
 
 class Proxy:
@@ -117,6 +122,19 @@ def store(make_store) -> Iterator[tuple[str, LiveWriter]]:
         streams.define(conn, "plain", key="id", time="ts", columns=[Column("id", "text")])
         conn.execute("INSERT INTO slidewin_streams.plain (id, ts) SELECT 'p' || i, "
                      "now() - i * interval '1 second' FROM generate_series(1, 3) i")
+        # two meters whose readings differ: what one key's charts show is that key's alone
+        streams.define(conn, "meters", key="meter", time="ts",
+                       columns=[Column("meter", "text"), Column("kwh", "double precision")],
+                       measures=["kwh"])
+        conn.execute("INSERT INTO slidewin_streams.meters (meter, ts, kwh) "
+                     "SELECT m, now() - i * interval '1 second', v FROM generate_series(1, 60) i, "
+                     "(VALUES ('m-low', 1.0), ('m-high', 1000.0)) AS r(m, v)")
+        for name in ("orders", "payments"):
+            streams.define(conn, name, key="id", time="ts",
+                           columns=[Column("id", "text"), Column("k", "text")])
+        for name, within in (("paid", 5), ("paid_wide", 3600)):
+            joins.define(conn, name, left="orders", right="payments", on="k",
+                         before=timedelta(seconds=within), after=timedelta(seconds=within))
     with LiveWriter(dsn, every_s=0.2) as writer:
         writer.wait_batches(5)
         yield dsn, writer
@@ -239,9 +257,9 @@ def test_the_dead_letter_table_pages(browser, served):
 def test_every_stream_and_measure_is_selectable(browser, served):
     page, _elsewhere, errors = open_page(browser, served.url)
     try:
-        page.wait_for_function("document.querySelectorAll('#stream option').length == 3",
-                               timeout=WAIT_MS)
-        assert page.locator("#stream option").all_inner_texts() == ["events", "plain", "sensors"]
+        page.wait_for_function(f"document.querySelectorAll('#stream option').length == "
+                               f"{len(STREAMS)}", timeout=WAIT_MS)
+        assert page.locator("#stream option").all_inner_texts() == STREAMS
         page.select_option("#stream", "sensors")
         page.wait_for_function("window.slidewin.state.view && "
                                "window.slidewin.state.view.stream == 'sensors' && "
@@ -291,7 +309,7 @@ def test_a_refused_view_leaves_nothing_of_the_previous_one(browser, served):
         board = page.evaluate(BOARD)
         assert (board["live"], board["window"], board["rows"]) == (0, 0, 0), board
         assert board["gauges"].count("–") == 5, board  # every figure but "no history" blank
-        assert page.locator("#stream option").all_inner_texts() == ["events", "plain", "sensors"]
+        assert page.locator("#stream option").all_inner_texts() == STREAMS
     finally:
         page.close()
 
@@ -300,9 +318,9 @@ def test_a_page_opened_on_a_refused_view_still_lists_every_stream(browser, serve
     page = browser.new_page()
     try:
         page.goto(served.url + "?stream=sensors&size=ten")
-        page.wait_for_function("document.querySelectorAll('#stream option').length == 3",
-                               timeout=WAIT_MS)
-        assert page.locator("#stream option").all_inner_texts() == ["events", "plain", "sensors"]
+        page.wait_for_function(f"document.querySelectorAll('#stream option').length == "
+                               f"{len(STREAMS)}", timeout=WAIT_MS)
+        assert page.locator("#stream option").all_inner_texts() == STREAMS
         assert "is not a duration" in page.locator("#problem").inner_text()
         assert page.evaluate("window.slidewin.live.snapshots") == 0
     finally:
@@ -325,6 +343,98 @@ def test_a_stream_without_a_measure_shows_its_counts(browser, served):
         board = page.evaluate(BOARD)
         assert (board["live"], board["window"], board["rows"]) == (0, 0, 1), board
         assert "3\nevents held" in board["gauges"], board
+        assert errors == []
+    finally:
+        page.close()
+
+
+# the values each measure chart draws: live (average, maximum), window (average, maximum)
+DRAWN = """() => {
+  const c = window.slidewin.charts, seen = (d) => d.filter((v) => v !== null && v !== undefined);
+  const values = [c.live.data[1], c.live.data[2], c.window.data[1], c.window.data[2]];
+  return [c.live.data[0].length, c.window.data[0].length, [...new Set(values.flatMap(seen))]];
+}"""
+
+
+def _key_shown(page: Any, key: str) -> list[float]:
+    """Wait for the charts of ``key``; the values they draw."""
+    page.wait_for_function(f"window.slidewin.state.view && window.slidewin.state.view.key == "
+                           f"'{key}' && ({CHART_DATA})('live') > 0 && "
+                           f"({CHART_DATA})('window') > 0", timeout=WAIT_MS)
+    _live, _window, values = page.evaluate(DRAWN)
+    return sorted(values)
+
+
+def test_the_key_filter_shows_one_key_s_windows(browser, served):
+    page, _elsewhere, errors = open_page(browser, served.url + "?stream=meters&key=m-low")
+    try:
+        assert page.locator("#key").input_value() == "m-low"
+        assert _key_shown(page, "m-low") == [1]
+        assert page.locator("#window-title").inner_text().endswith("of key m-low")
+        page.wait_for_function("document.querySelectorAll('#keys option').length == 2",
+                               timeout=WAIT_MS)  # the keys of the stream's newest events
+        assert sorted(page.evaluate("Array.from(document.querySelectorAll('#keys option'), "
+                                    "(o) => o.value)")) == ["m-high", "m-low"]
+        page.fill("#key", "m-high")
+        page.press("#key", "Enter")
+        assert _key_shown(page, "m-high") == [1000]
+        assert "key=m-high" in page.url and page.locator("#key-note").is_hidden()
+        again, _elsewhere, errors_again = open_page(browser, page.url)  # a reload keeps the key
+        try:
+            assert again.locator("#key").input_value() == "m-high"
+            assert _key_shown(again, "m-high") == [1000]
+            assert errors_again == []
+        finally:
+            again.close()
+        page.fill("#key", "m-none")  # no such key: empty charts, and a note saying why
+        page.press("#key", "Enter")
+        page.wait_for_function("window.slidewin.state.view && "
+                               "window.slidewin.state.view.key == 'm-none'", timeout=WAIT_MS)
+        assert "key 'm-none': no events of stream meters" in page.locator(
+            "#key-note").inner_text()
+        assert page.evaluate(DRAWN)[:2] == [0, 0]
+        assert page.locator("#problem").is_hidden() and page.locator("#conn").inner_text() == "live"
+        page.fill("#key", "")  # every key again: both meters' readings
+        page.press("#key", "Enter")
+        page.wait_for_function(f"window.slidewin.state.view && !window.slidewin.state.view.key "
+                               f"&& ({CHART_DATA})('window') > 0", timeout=WAIT_MS)
+        # both meters each second: the average between them, the high one the maximum
+        assert set(page.evaluate(DRAWN)[2]) == {500.5, 1000} and "key=" not in page.url
+        assert errors == []
+    finally:
+        page.close()
+
+
+RESULT_IDS = """() => Array.from(document.querySelectorAll('#join-results tbody tr'),
+  (tr) => tr.innerText)"""
+
+
+def test_the_join_results_panel_shows_a_result_as_it_is_written(browser, served, store):
+    dsn, _writer = store
+    page, _elsewhere, errors = open_page(browser, served.url + "?stream=orders")
+    try:
+        page.wait_for_function("!document.querySelector('#join-results-card').hidden",
+                               timeout=WAIT_MS)
+        assert page.locator("#join").input_value() == "paid"
+        assert page.evaluate(RESULT_IDS) == [
+            "no results of paid in the hour up to its streams' newest record"]
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("INSERT INTO slidewin_streams.orders (id, k, ts) "
+                         "VALUES ('order-77', 'cart-9', now() - interval '2 seconds')")
+            conn.execute("INSERT INTO slidewin_streams.payments (id, k, ts) "
+                         "VALUES ('payment-31', 'cart-9', now() - interval '1 second')")
+            written = conn.execute("SELECT l_id, r_id FROM slidewin_joins.paid").fetchall()
+        assert written == [("order-77", "payment-31")]
+        page.wait_for_function("document.querySelector('#join-results tbody').innerText"
+                               ".includes('payment-31')", timeout=WAIT_MS)  # live, no reload
+        [row] = page.evaluate(RESULT_IDS)
+        assert "id=order-77" in row and "id=payment-31" in row and "k=cart-9" in row, row
+        page.select_option("#join", "paid_wide")  # another join: its results, in the address
+        page.wait_for_function("window.slidewin.state.view && "
+                               "window.slidewin.state.view.join == 'paid_wide' && document"
+                               ".querySelector('#join-results tbody').innerText"
+                               ".includes('payment-31')", timeout=WAIT_MS)
+        assert "join=paid_wide" in page.url
         assert errors == []
     finally:
         page.close()

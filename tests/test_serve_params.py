@@ -38,6 +38,9 @@ ROUTE_VALUES = {"/api/v1/sessions/{name}": {"name": "visits"},
                 "/api/v1/windows/{kind}": {"size": "10s"},
                 # a live view every hostile value spoils (an accepted one would stream forever)
                 "/api/v1/live": {"kind": "hopping", "size": "10s", "advance": "5s"}}
+# any text may be a key or a join's name: a live view of one the store does not have is accepted
+# (its board says so) and streams on, so the same view is judged where it is answered once
+JUDGED_ONCE = {("/api/v1/live", "key"), ("/api/v1/live", "join")}
 
 
 def _hostile_cases() -> list[tuple[str, str, str]]:
@@ -87,6 +90,8 @@ def _get_within(asker: TestClient, url: str, seconds: float = 20) -> Any:
                          ids=lambda v: v if len(v) < 40 else v[:40])
 def test_a_hostile_parameter_is_refused_not_a_server_error(client, path, name, label):
     url = _hostile_url(path, name, HOSTILE[label])
+    if (path, name) in JUDGED_ONCE and label not in ("nul", "10k_chars"):
+        url = url.replace("/api/v1/live?", "/api/v1/dashboard?")
     response = _get_within(client, url)
     assert response.status_code < 500, (url[:200], response.text[:300])
     if response.status_code >= 400:

@@ -325,16 +325,18 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
     # -- the dashboard's data, live -----------------------------------------------------------
 
     def view_of(stream: str | None, measure: str | None, kind: str | None, size: str | None,
-                advance: str | None, range_: str | None) -> dashboard.View:
-        return dashboard.View.parse(stream, measure, kind, size, advance, range_)
+                advance: str | None, range_: str | None, key: str | None,
+                join: str | None) -> dashboard.View:
+        return dashboard.View.parse(stream, measure, kind, size, advance, range_, key, join)
 
     @app.get(f"{API}/dashboard", summary="What the dashboard shows of a stream, now")
     def dashboard_now(stream: str | None = None, measure: str | None = None,
                       kind: str | None = None, size: str | None = None,
                       advance: str | None = None,
-                      range_: Annotated[str | None, Query(alias="range")] = None) -> Response:
+                      range_: Annotated[str | None, Query(alias="range")] = None,
+                      key: str | None = None, join: str | None = None) -> Response:
         try:
-            view = view_of(stream, measure, kind, size, advance, range_)
+            view = view_of(stream, measure, kind, size, advance, range_, key, join)
         except Exception as exc:
             return failure(exc, dsn)
         return answer(dashboard.read, view)
@@ -346,9 +348,10 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
                    kind: str | None = None, size: str | None = None,
                    advance: str | None = None,
                    range_: Annotated[str | None, Query(alias="range")] = None,
+                   key: str | None = None, join: str | None = None,
                    last_event_id: Annotated[str | None, Header()] = None) -> Response:
         try:
-            view = view_of(stream, measure, kind, size, advance, range_)
+            view = view_of(stream, measure, kind, size, advance, range_, key, join)
             sub, first = await hub.subscribe(view, last_event_id)
         except Exception as exc:
             return failure(exc, dsn)

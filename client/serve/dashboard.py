@@ -12,11 +12,17 @@ Series (rows of numbers, the x first, in Unix seconds):
 - ``window``: the chosen windows (tumbling, hopping or sliding) over the range: average,
   maximum, count, and 1 when final;
 
-  both empty for a declared stream without a measure (``view.measured`` is false: the board
-  shows its counts only), and when the store refuses the windows (``window_problem`` says why:
-  the stream list, counts and tables still show);
+  both of one key's events alone with ``view.key`` (``key_note`` says when that key has none
+  in the range, or when its stream has no key windows to show); both empty for a declared
+  stream without a measure (``view.measured`` is false: the board shows its counts only), and
+  when the store refuses the windows (``window_problem`` says why: the stream list, counts and
+  tables still show);
 - ``lag``: sampled by the server at each reading (``client.serve.live``): the newest event's
   age, and how far retention is behind its history.
+
+Beside them: ``keys``, the keys of the stream's newest events (what the key filter offers), and
+``join_results``, the newest answers of one join (``view.join``, else one reading the stream,
+else the first) as ``joins show NAME --json`` gives them.
 """
 
 from __future__ import annotations
@@ -42,12 +48,15 @@ from slidewin.db.status import partition_status
 MIN_RANGE_S, MAX_RANGE_S = 60, 3600
 MAX_WINDOWS = 4000  # windows one chart may draw (the range over the advance)
 DEAD_LETTERS_SHOWN = 10
+JOIN_RESULTS_SHOWN = 10
+KEYS_OFFERED = 20  # distinct keys of the stream's newest events the key filter offers
 
 
 @dataclass(frozen=True)
 class View:
     """What one dashboard looks at: a stream (and measure), a window kind and its size and
-    advance, and how far back the charts reach."""
+    advance, how far back the charts reach, the one key its measure charts show (None: every
+    key) and the join whose results it lists (None: the board picks one)."""
 
     stream: str = BUILTIN
     measure: str | None = None
@@ -55,11 +64,14 @@ class View:
     size_s: int = 10
     advance_s: int | None = None
     range_s: int = 300
+    key: str | None = None
+    join: str | None = None
 
     @classmethod
     def parse(cls, stream: str | None = None, measure: str | None = None,
               kind: str | None = None, size: str | None = None, advance: str | None = None,
-              range_: str | None = None) -> View:
+              range_: str | None = None, key: str | None = None,
+              join: str | None = None) -> View:
         kind = kind or "tumbling"
         if kind not in TIME_KINDS:
             raise ConfigError(f"kind {kind!r}: use one of {', '.join(TIME_KINDS)}")
@@ -74,11 +86,13 @@ class View:
         if range_s // max(step or 1, 1) > MAX_WINDOWS:
             raise ConfigError(f"{range_s}s of {kind} windows every {step}s is more than "
                               f"{MAX_WINDOWS} windows to draw; choose a larger advance or size")
-        return cls(stream or BUILTIN, measure or None, kind, size_s, advance_s, range_s)
+        return cls(stream or BUILTIN, measure or None, kind, size_s, advance_s, range_s,
+                   key or None, join or None)
 
     def as_json(self) -> dict[str, Any]:
         return {"stream": self.stream, "measure": self.measure, "kind": self.kind,
-                "size_s": self.size_s, "advance_s": self.advance_s, "range_s": self.range_s}
+                "size_s": self.size_s, "advance_s": self.advance_s, "range_s": self.range_s,
+                "key": self.key, "join": self.join}
 
 
 def _whole_seconds(text: str | None, name: str) -> int:
@@ -156,12 +170,26 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
     measured = stream is None or measure is not None  # a declared stream may have no measure
     live: list[list[Any]] = []
     chosen: list[list[Any]] = []
-    window_problem = None
+    window_problem = key_note = None
     if measured:
         try:
             live, chosen = _measure_series(conn, view, measure, start, end)
+        except psycopg.DataError as exc:  # a key its key column's type cannot hold
+            if view.key is None or stream is None:
+                raise
+            key_note = (f"key {view.key!r}: stream {view.stream} has no such key -- its key "
+                        f"column {stream.key} is {stream.column(stream.key).type} "
+                        f"({exc.diag.message_primary}); its charts are empty")
         except (ConfigError, ProcedureError) as exc:  # the rest of the board still shows
             window_problem = f"windows of {view.stream}: {exc}"
+        else:
+            if view.key is not None and not live and not chosen:
+                key_note = (f"key {view.key!r}: no events of stream {view.stream} in the "
+                            f"{_span(view.range_s)} shown (its charts are empty)")
+    elif view.key is not None:
+        key_note = (f"key {view.key!r}: stream {view.stream} has no measure, so it has no key "
+                    "windows to show (add one: slidewin streams alter "
+                    f"{view.stream} --measure COLUMN)")
     state = answer_windows.completeness(conn, view.stream, start, end)
 
     partitions, history, oldest = _partitions(conn, view, stream, now)
@@ -179,15 +207,21 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
               "freshness_s": fresh_s, "retention_lag_s": lag_s,
               "history_s": None if history is None else history.total_seconds(),
               "rows": sum(p["rows"] for p in partitions), "measure": measure}
+    joins_now = answer_joins.join_list(conn)
+    join_results = _join_results(conn, view, joins_now["joins"])
     parts = {
-        "view": {**view.as_json(), "measure": measure, "measured": measured},
+        "view": {**view.as_json(), "measure": measure, "measured": measured,
+                 "join": None if join_results is None else join_results["join"]},
         "window_problem": window_problem,
+        "key_note": key_note,
+        "keys": streams.recent_keys(conn, view.stream, limit=KEYS_OFFERED),
         "gauges": gauges,
         "partitions": partitions,
         "dead_letters": answer_store.dead_letters(conn, stream=view.stream,
                                                   limit=DEAD_LETTERS_SHOWN).as_json(),
         "sessions": answer_sessions.definitions(conn, view.stream).as_json(),
-        "joins": answer_joins.join_list(conn),
+        "joins": joins_now,
+        "join_results": join_results,
         "streams": [{"name": s.name, "builtin": s.builtin, "measures": list(s.measures)}
                     for s in streams.list_streams(conn)],
         "health": answer_store.health(lambda: contextlib.nullcontext(conn))[0],
@@ -200,6 +234,29 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
         "samples": {"lag": [_epoch(now), fresh_s, lag_s]},
         "parts": parts,
     }
+
+
+def _span(seconds: int) -> str:
+    return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
+
+
+def _join_results(conn: psycopg.Connection, view: View,
+                  defined: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest answers of the join the view names -- else of the first reading its stream,
+    else of the first -- as ``joins show NAME --json`` gives them, with ``problem`` None; None
+    when there is no join. A join the store does not know (dropped while watched) is an empty
+    list with ``problem`` saying so, not a failure of the board."""
+    name = view.join
+    if name is None:
+        mine = [j["name"] for j in defined if view.stream in (j["left"], j["right"])]
+        name = (mine or [j["name"] for j in defined] or [None])[0]
+    if name is None:
+        return None
+    try:
+        found = answer_joins.join_show(conn, name, limit=JOIN_RESULTS_SHOWN)
+    except (ConfigError, ProcedureError) as exc:
+        return {"join": name, "rows": [], "more": False, "problem": str(exc)}
+    return {**found, "problem": None}
 
 
 def _measure_of(view: View, stream: streams.Stream | None) -> str | None:
@@ -219,13 +276,14 @@ def _measure_of(view: View, stream: streams.Stream | None) -> str | None:
 
 def _measure_series(conn: psycopg.Connection, view: View, measure: str | None, start: datetime,
                     end: datetime) -> tuple[list[list[Any]], list[list[Any]]]:
-    """The measure's series: per second (``live``) and the chosen windows (``window``)."""
-    per_second = answer_windows.window_spec("tumbling", timedelta(seconds=1),
+    """The measure's series: per second (``live``) and the chosen windows (``window``), of
+    ``view.key``'s events alone when it names one."""
+    per_second = answer_windows.window_spec("tumbling", timedelta(seconds=1), key=view.key,
                                             stream=view.stream, measure=measure)
     live = [[_epoch(w.start), w.avg, _f(w.vmax), w.n] for w in per_second.series(conn, start, end)]
     spec = answer_windows.window_spec(
         view.kind, timedelta(seconds=view.size_s),
-        timedelta(seconds=view.advance_s) if view.advance_s else None,
+        timedelta(seconds=view.advance_s) if view.advance_s else None, key=view.key,
         stream=view.stream, measure=measure)
     chosen = [[_epoch(spec.place(w)), w.avg, _f(w.vmax), w.n, 1 if w.final else 0]
               for w in spec.series(conn, start, end)]

@@ -14,6 +14,7 @@
   let retryTimer = null;
   const deadPage = { before: null, stack: [] }; // stack: the pages' "before" ids, newest first
   let wantedMeasure = null; // a measure the address asked for, until the stream's are known
+  let chosenJoin = null; // the join whose results are listed, once chosen (else the server's)
 
   window.slidewin = { state, live, charts, reconnect: () => connect() };
 
@@ -146,7 +147,9 @@
       <td class="num">${num(s.merges)}</td><td class="num">${num(s.late)}</td>
       <td>${s.longest_s === null ? "–" : secs(s.longest_s) + " (" + esc(s.longest_key) + ")"}</td></tr>`).join("");
 
+    drawKeys(p);
     const joins = (p.joins && p.joins.joins) || [];
+    drawJoinResults(p.join_results, joins);
     $("joins-card").hidden = joins.length === 0;
     $("joins").tBodies[0].innerHTML = joins.map((j) => `<tr><td>${esc(j.name)}</td>
       <td>${esc(j.kind)} ${esc(j.type)}</td><td>${esc(j.left)} ⋈ ${esc(j.right)}</td>
@@ -169,6 +172,43 @@
     $("live-card").hidden = !measured;
     $("window-card").hidden = !measured;
     fillStreams(p.streams || []);
+  }
+
+  // the key filter: the keys of the stream's newest events to pick from, and what the charts of
+  // the key asked for show (an unknown key: empty charts and a note saying so)
+  function drawKeys(p) {
+    const keys = p.keys || [];
+    const list = $("keys");
+    if (keys.join("\n") !== Array.from(list.options).map((o) => o.value).join("\n")) {
+      list.innerHTML = keys.map((k) => `<option value="${esc(k)}"></option>`).join("");
+    }
+    $("key-note").hidden = !p.key_note;
+    $("key-note").textContent = p.key_note || "";
+  }
+
+  const record = (side) => side === null || side === undefined ? "–" :
+    Object.entries(side).map(([k, v]) =>
+      `${esc(k)}=${esc(v !== null && typeof v === "object" ? JSON.stringify(v) : v)}`).join(" ");
+
+  function drawJoinResults(found, joins) {
+    $("join-results-card").hidden = !found;
+    if (!found) return;
+    const select = $("join");
+    const names = joins.map((j) => j.name);
+    if (!names.includes(found.join)) names.push(found.join);
+    if (names.join("\n") !== Array.from(select.options).map((o) => o.value).join("\n")) {
+      select.innerHTML = names.map((n) => `<option value="${esc(n)}">${esc(n)}</option>`).join("");
+    }
+    select.value = found.join;
+    $("join-results-where").textContent = found.problem ? "" :
+      `${found.kind} ${found.type}, ${time(found.from)} – ${time(found.to)}` +
+      (found.more ? ` (the newest ${found.rows.length})` : "");
+    const rows = found.rows || [];
+    $("join-results").tBodies[0].innerHTML = rows.length ? rows.map((a) => `<tr>
+      <td>${time(a.ts)}</td><td class="record">${record(a.l)}</td><td class="record">${record(a.r)}</td>
+      <td>${a.final ? "final" : "open"}</td></tr>`).join("")
+      : `<tr><td colspan="4" class="muted">${esc(found.problem ||
+          `no results of ${found.join} in the hour up to its streams' newest record`)}</td></tr>`;
   }
 
   function drawDeadLetters(page) {
@@ -235,6 +275,9 @@
     if (kind === "hopping") view.advance = $("advance").value.trim() || "5s";
     if (!$("measure-label").hidden && $("measure").value) view.measure = $("measure").value;
     else if (wantedMeasure) view.measure = wantedMeasure;
+    const key = $("key").value;
+    if (key !== "") view.key = key;
+    if (chosenJoin) view.join = chosenJoin;
     return view;
   }
 
@@ -299,7 +342,10 @@
     drawParts();
     const v = state.view || {};
     $("window-title").textContent = `${v.kind || ""} windows of ${v.size_s || "?"} s` +
-      (v.kind === "hopping" ? ` every ${v.advance_s} s` : "") + ": average, maximum, count";
+      (v.kind === "hopping" ? ` every ${v.advance_s} s` : "") + ": average, maximum, count" +
+      (v.key ? ` of key ${v.key}` : "");
+    $("live-title").textContent = "Live: average and maximum per second" +
+      (v.key ? ` of key ${v.key}` : "");
     if (at) $("updated").textContent = "updated " + new Date(at * 1000).toLocaleTimeString();
     live.lastEventAt = Date.now();
   }
@@ -354,7 +400,7 @@
     connect();
   }
 
-  // the address holds the view (?stream=sensors&kind=hopping&size=1m&advance=10s&range=15m)
+  // the address holds the view (?stream=sensors&kind=hopping&size=1m&advance=10s&range=15m&key=s1&join=j)
   function viewFromAddress() {
     const q = new URLSearchParams(location.search);
     const choose = (id, value) => {
@@ -370,12 +416,17 @@
     choose("size", q.get("size"));
     choose("advance", q.get("advance"));
     choose("range", q.get("range"));
+    $("key").value = q.get("key") || "";
+    chosenJoin = q.get("join") || null;
     wantedMeasure = q.get("measure");
     $("advance-label").hidden = $("kind").value !== "hopping";
   }
 
-  for (const id of ["stream", "measure", "kind", "range"]) $(id).addEventListener("change", viewChanged);
-  for (const id of ["size", "advance"]) $(id).addEventListener("change", viewChanged);
+  for (const id of ["measure", "kind", "range"]) $(id).addEventListener("change", viewChanged);
+  // another stream's keys are not this one's: the key filter starts empty on a new stream
+  $("stream").addEventListener("change", () => { $("key").value = ""; viewChanged(); });
+  for (const id of ["size", "advance", "key"]) $(id).addEventListener("change", viewChanged);
+  $("join").addEventListener("change", () => { chosenJoin = $("join").value; viewChanged(); });
   $("view").addEventListener("submit", (e) => { e.preventDefault(); viewChanged(); });
 
   viewFromAddress();
