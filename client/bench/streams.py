@@ -81,6 +81,7 @@ class BenchStream:
     columns: tuple[Column, ...] = ()  # none: the built-in stream, whose shape is fixed
     measures: tuple[str, ...] = ()
     time: str = "ts"
+    key_prefix: str = "key-"  # of the keys ``spread`` draws: <prefix><0 .. KEYS - 1>
 
     @property
     def declared(self) -> bool:
@@ -93,6 +94,14 @@ class BenchStream:
             streams.define(conn, name or self.name, key=self.key, time=self.time,
                            columns=self.columns, measures=self.measures,
                            grace=timedelta(hours=1))
+
+    def spread(self, count: int, start_us: int, span_us: int, seed: int) -> pa.Table:
+        """``count`` rows at random times in ``[start_us, start_us + span_us)`` (microseconds
+        since the epoch), in time order, keys taken in turn from a pool of KEYS."""
+        rng = np.random.default_rng(seed)
+        ts_us = start_us + np.sort(rng.integers(0, span_us, count))
+        keys = np.char.add(self.key_prefix, (np.arange(count) % KEYS).astype(str))
+        return self.make_rows(pa.array(keys), pa.array(ts_us, pa.timestamp("us", tz="UTC")), rng)
 
     def copy_input(self, table: pa.Table, partitions: int) -> pa.Table:
         """``table`` as ``copy_rate`` takes it (the built-in stream's rows with their
@@ -155,7 +164,7 @@ def _once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
 
 
 WIDE = BenchStream("wide", key="device", measure="temp", make_rows=_wide_rows,
-                   columns=WIDE_COLUMNS, measures=WIDE_MEASURES)
+                   columns=WIDE_COLUMNS, measures=WIDE_MEASURES, key_prefix="dev-")
 BENCH_STREAMS = {s.name: s for s in (
     BenchStream("events", key="uuid", measure="val", make_rows=_events_rows), WIDE)}
 
@@ -172,11 +181,8 @@ def bench_stream(name: str) -> BenchStream:
 def make_wide(count: int, end: datetime, per_second: int, seed: int = 11) -> pa.Table:
     """``count`` events of the wide stream, ``per_second`` per second of event time ending at
     ``end``, keys from a pool of KEYS devices (each (device, ts) once)."""
-    rng = np.random.default_rng(seed)
     start_us = int((end.timestamp() - count / per_second) * 1_000_000)
-    ts_us = start_us + np.sort(rng.integers(0, int(count / per_second * 1_000_000), count))
-    device = np.char.add("dev-", (np.arange(count) % KEYS).astype(str))
-    return _wide_rows(pa.array(device), pa.array(ts_us, pa.timestamp("us", tz="UTC")), rng)
+    return WIDE.spread(count, start_us, int(count / per_second * 1_000_000), seed)
 
 
 def _amounts(rng: np.random.Generator, count: int) -> pa.Array:
