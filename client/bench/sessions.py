@@ -156,7 +156,8 @@ def _key_windows(conn: psycopg.Connection, names: list[str], now: datetime,
     with the key index."""
     start, end, size = now - timedelta(hours=1), now, timedelta(seconds=10)
     out: dict[str, Any] = {}
-    for suffix, on in (("_noindex", False), ("", True))[:1 if stream.declared else 2]:
+    indexes = (("_noindex", False),) if stream.declared else (("_noindex", False), ("", True))
+    for suffix, on in indexes:
         if not stream.declared:
             key_windows.set_index(conn, on)
         conn.execute(sql.SQL("ANALYZE {}").format(stream.table))  # as autovacuum would
