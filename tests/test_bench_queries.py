@@ -4,6 +4,7 @@ a benchmark reports, it doesn't assert), and its database is gone afterwards."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import psycopg
 import pytest
@@ -53,6 +54,25 @@ def test_tiny_run_has_every_figure_and_cleans_up(pg_admin_dsn):
     json.dumps(result)  # the --json line must serialise
     assert any("dropped" in m for m in messages)
     assert _bench_databases(pg_admin_dsn) == before
+
+
+def test_the_wide_stream_runs_every_phase_on_its_own_table(pg_admin_dsn):
+    """``stream="wide"``: the rows written into the declared stream (counted in its rollups),
+    its avg and max from the rollups equal to the raw scan's, its own nibbles."""
+    result = run_query_bench(pg_admin_dsn, replace(TINY, stream="wide"), lambda _m: None)
+    assert (result["stream"], result["measure"]) == ("wide", "temp")
+    assert result["rows_stored"] == 20_000 and result["answers_match"] is True
+    for key in REQUIRED:
+        assert result[key] > 0, (key, result[key])
+    # its oldest rows, whichever partition holds them: every call deletes a full chunk
+    assert result["nibble_rows_deleted"] == 8 * 1000
+    assert result["nibble_rows_per_call_min"] == 1000
+
+
+def test_an_unknown_stream_is_a_usage_error_naming_the_choices():
+    result = CliRunner().invoke(cli, ["bench", "queries", "--stream", "nope"])
+    assert result.exit_code == 2
+    assert "--stream" in result.output and "'events', 'wide'" in result.output
 
 
 def test_cli_json_last_line(pg_admin_dsn):

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from slidewin.client.bench.streams import WIDE_COLUMNS, make_wide
+from slidewin.client.bench.streams import BENCH_STREAMS, WIDE_COLUMNS, make_wide
 from slidewin.client.cli import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -58,3 +58,26 @@ def test_no_baselines_is_for_the_wide_stream(pg_admin_dsn):
     result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, "bench", "ingest",
                                       "--no-baselines"])
     assert result.exit_code == 2 and "--no-baselines" in result.output
+
+
+def test_the_clis_stream_choices_are_the_defined_benchmark_streams():
+    from slidewin.client.bench.streams import bench_stream
+    from slidewin.client.cli.options import BENCH_STREAMS as CHOICES
+    from slidewin.db.errors import ConfigError
+
+    assert CHOICES == tuple(BENCH_STREAMS)
+    with pytest.raises(ConfigError, match="--stream 'nope'.*events, wide"):
+        bench_stream("nope")
+
+
+def test_a_declared_streams_rows_hold_a_key_once_per_time():
+    """Keys and times drawn with a (key, time) twice: the wide rows move the repeat on by 1 µs
+    (its table, and a COPY into it, take each pair once)."""
+    import numpy as np
+    import pyarrow as pa
+
+    keys = pa.array(["a", "a", "a", "b"])
+    ts = pa.array([5, 5, 5, 5], pa.timestamp("us", tz="UTC"))
+    table = BENCH_STREAMS["wide"].make_rows(keys, ts, np.random.default_rng(1))
+    assert table.column("ts").cast(pa.int64()).to_pylist() == [5, 6, 7, 5]
+    assert table.column_names == [c.name for c in WIDE_COLUMNS]

@@ -35,6 +35,43 @@ def test_a_small_run_reports_every_figure(pg_admin_dsn):
         assert doc[f"{kind}_ms_p50"] > 0 and doc[f"{kind}_vs_events"] > 0
 
 
+@pytest.mark.slow
+def test_the_wide_stream_runs_every_kind_against_its_own_raw_rows(pg_admin_dsn):
+    """``--stream wide``: the hour written into the declared stream (counted in its table),
+    every kind -- one key's windows too -- and the long series checked against its raw rows."""
+    result = CliRunner().invoke(cli, ["--dsn", pg_admin_dsn, "-q", "bench", "windows",
+                                      "--stream", "wide", "--events", "20k", "--repeat", "2",
+                                      "--naive-repeat", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (doc["stream"], doc["measure"], doc["key"]) == ("wide", "temp", "dev-0")
+    assert doc["rows_stored"] == 20_000 and doc["spec"]["stream"] == "wide"
+    assert doc["answers_match"] is True and doc["bounded_answers_match"] is True
+    assert doc["cli_windows"] == 86400
+    assert all(doc[k] > 0 for k in [*KEYS, "key_tumbling10s_1h_ms_p50"]), doc
+    # the built-in stream is not loaded, so nothing is set against it
+    assert not [k for k in doc if k.startswith("double_") or k == "stream_answers_match"]
+
+
+def test_every_kind_reads_the_stream_it_is_given():
+    """The kinds are written once; the built-in stream's text names slidewin.events and its
+    functions, a declared stream's its own table and the stream_* functions -- no other's."""
+    wide = bench.Source("wide", key="device", measure="temp", declared=True, double=True)
+    for kind, (ours, naive) in bench.kinds(wide).items():
+        for template in (ours, naive):
+            text = repr(wide.render(template))
+            assert "slidewin.events" not in text and "uuid" not in text, (kind, text)
+        assert "slidewin.stream_" in repr(wide.render(ours)), kind
+        assert "slidewin_streams" in repr(wide.render(naive)), kind
+    assert "key_tumbling10s_1h" not in bench.kinds(bench.EVENTS)
+
+
+def test_an_unknown_stream_is_a_usage_error_naming_the_choices():
+    result = CliRunner().invoke(cli, ["bench", "windows", "--stream", "nope"])
+    assert result.exit_code == 2
+    assert "--stream" in result.output and "'events', 'wide'" in result.output
+
+
 def test_the_check_catches_a_wrong_answer():
     right = [(1, 10, 1, 9)]
     assert bench.same(right, [(1, 10, 1, 9)])

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from psycopg import sql
 
@@ -48,6 +49,7 @@ from slidewin.client.bench.ingest import (
     write_landing,
 )
 from slidewin.db import streams
+from slidewin.db.errors import ConfigError
 from slidewin.db.scratch import scratch_database
 from slidewin.db.streams import Column
 
@@ -63,22 +65,80 @@ WIDE_MEASURES = ("temp", "pressure")
 KEYS = 1000
 
 
-def declare_wide(conn: psycopg.Connection, name: str = "wide") -> None:
-    streams.define(conn, name, key="device", time="ts", columns=WIDE_COLUMNS,
-                   measures=WIDE_MEASURES, grace=timedelta(hours=1))
+@dataclass(frozen=True)
+class BenchStream:
+    """A stream the benchmarks run over (``--stream``): the built-in ``events``, or a declared
+    benchmark stream -- what a benchmark needs of it in one place: its key and time columns,
+    the measure its per-key questions read, its declaration in a fresh store, its rows for
+    given keys and times, where the ingest reads its files and the table they land in."""
+
+    name: str
+    key: str
+    measure: str
+    # the stream's rows for these keys and times (a key once per time), the other columns drawn
+    # from the generator
+    make_rows: Callable[[pa.Array, pa.Array, np.random.Generator], pa.Table]
+    columns: tuple[Column, ...] = ()  # none: the built-in stream, whose shape is fixed
+    measures: tuple[str, ...] = ()
+    time: str = "ts"
+    key_prefix: str = "key-"  # of the keys ``spread`` draws: <prefix><0 .. KEYS - 1>
+
+    @property
+    def declared(self) -> bool:
+        return bool(self.columns)
+
+    def declare(self, conn: psycopg.Connection, name: str | None = None) -> None:
+        """Declare the stream (as ``name``: several of the same shape) in a fresh store; the
+        built-in stream is there already."""
+        if self.declared:
+            streams.define(conn, name or self.name, key=self.key, time=self.time,
+                           columns=self.columns, measures=self.measures,
+                           grace=timedelta(hours=1))
+
+    def spread(self, count: int, start_us: int, span_us: int, seed: int) -> pa.Table:
+        """``count`` rows at random times in ``[start_us, start_us + span_us)`` (microseconds
+        since the epoch), in time order, keys taken in turn from a pool of KEYS."""
+        rng = np.random.default_rng(seed)
+        ts_us = start_us + np.sort(rng.integers(0, span_us, count))
+        keys = np.char.add(self.key_prefix, (np.arange(count) % KEYS).astype(str))
+        return self.make_rows(pa.array(keys), pa.array(ts_us, pa.timestamp("us", tz="UTC")), rng)
+
+    def copy_input(self, table: pa.Table, partitions: int) -> pa.Table:
+        """``table`` as ``copy_rate`` takes it (the built-in stream's rows with their
+        partition), made before any clock starts."""
+        return table if self.declared else with_partitions(table, partitions)
+
+    def copy_rate(self, dsn: str, rows: pa.Table, rows_per_file: int) -> float:
+        """Rows/s of the stream's COPY of ``copy_input``'s rows without Spark, one transaction
+        per file's rows: the database's own cost of what the store keeps for the stream."""
+        if self.declared:
+            return copy_limit_wide(dsn, rows, rows_per_file, self.name)
+        return copy_limit(dsn, rows, rows_per_file)
+
+    def landing(self, root: Path) -> Path:
+        """Where ``slidewin ingest`` over the landing folder ``root`` reads the stream's files."""
+        return root / self.name if self.declared else root
+
+    @property
+    def table(self) -> sql.Composed:
+        """The table the stream's rows land in."""
+        if not self.declared:
+            return sql.SQL("slidewin.events").format()
+        return sql.SQL("{}.{}").format(sql.Identifier("slidewin_streams"),
+                                        sql.Identifier(self.name))
 
 
-def make_wide(count: int, end: datetime, per_second: int, seed: int = 11) -> pa.Table:
-    """``count`` events of the wide stream, ``per_second`` per second of event time ending at
-    ``end``, keys from a pool of KEYS devices (each (device, ts) once)."""
-    rng = np.random.default_rng(seed)
-    start_us = int((end.timestamp() - count / per_second) * 1_000_000)
-    ts_us = start_us + np.sort(rng.integers(0, int(count / per_second * 1_000_000), count))
-    device = np.char.add("dev-", (np.arange(count) % KEYS).astype(str))
+def _events_rows(keys: pa.Array, ts: pa.Array, rng: np.random.Generator) -> pa.Table:
+    val = rng.integers(-1_000_000, 1_000_000, len(keys))
+    return pa.table({"uuid": keys, "val": pa.array(val, pa.int64()), "ts": ts})
+
+
+def _wide_rows(device: pa.Array, ts: pa.Array, rng: np.random.Generator) -> pa.Table:
+    count = len(device)
     labels = np.array(["idle", "run", "warn", "stop"])
     return pa.table({
-        "device": pa.array(device),
-        "ts": pa.array(ts_us, pa.timestamp("us", tz="UTC")),
+        "device": device,
+        "ts": _once_per_key(device, ts),
         "temp": pa.array(20 + rng.normal(0, 5, count)),
         "pressure": pa.array(1000 + rng.normal(0, 30, count)),
         "amount": _amounts(rng, count),
@@ -88,21 +148,59 @@ def make_wide(count: int, end: datetime, per_second: int, seed: int = 11) -> pa.
     })
 
 
+def _once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
+    """``ts`` with a (key, time) drawn twice moved on by 1 µs until each is once: a declared
+    stream's table holds a (time, key) once, and a COPY holding one twice fails whole."""
+    us = pc.cast(ts, pa.int64()).to_numpy().copy()
+    codes = pc.dictionary_encode(key).indices.to_numpy()
+    moved = False
+    while True:
+        order = np.lexsort((us, codes))
+        twice = (np.diff(codes[order]) == 0) & (np.diff(us[order]) == 0)
+        if not twice.any():
+            return pa.array(us, ts.type) if moved else ts
+        us[order[1:][twice]] += 1
+        moved = True
+
+
+WIDE = BenchStream("wide", key="device", measure="temp", make_rows=_wide_rows,
+                   columns=WIDE_COLUMNS, measures=WIDE_MEASURES, key_prefix="dev-")
+BENCH_STREAMS = {s.name: s for s in (
+    BenchStream("events", key="uuid", measure="val", make_rows=_events_rows), WIDE)}
+
+
+def bench_stream(name: str) -> BenchStream:
+    """The benchmark stream ``name``, or ConfigError naming --stream and the choices."""
+    try:
+        return BENCH_STREAMS[name]
+    except KeyError:
+        raise ConfigError(f"--stream {name!r} is not a benchmark stream; use one of "
+                          f"{', '.join(BENCH_STREAMS)}") from None
+
+
+def make_wide(count: int, end: datetime, per_second: int, seed: int = 11) -> pa.Table:
+    """``count`` events of the wide stream, ``per_second`` per second of event time ending at
+    ``end``, keys from a pool of KEYS devices (each (device, ts) once)."""
+    start_us = int((end.timestamp() - count / per_second) * 1_000_000)
+    return WIDE.spread(count, start_us, int(count / per_second * 1_000_000), seed)
+
+
 def _amounts(rng: np.random.Generator, count: int) -> pa.Array:
     cents = rng.integers(-10**8, 10**8, count)
     return pa.array([f"{c / 100:.2f}" for c in cents.tolist()]).cast(pa.decimal128(12, 2))
 
 
 def copy_limit_wide(dsn: str, table: pa.Table, rows_per_file: int, name: str = "wide") -> float:
-    """Rows/s of COPY (CSV made by Arrow beforehand) into the declared stream's table, one
-    transaction per file's rows, the rollup triggers running: the fastest way in."""
+    """Rows/s of COPY (CSV made by Arrow beforehand) into the declared stream ``name``'s table,
+    one transaction per file's rows, the rollup triggers (and any session window's) running:
+    the fastest way in."""
     chunks = []
     for offset in range(0, table.num_rows, rows_per_file):
         buf = io.BytesIO()
         pacsv.write_csv(table.slice(offset, rows_per_file), buf,
                         pacsv.WriteOptions(include_header=False))
         chunks.append(buf.getvalue())
-    cols = sql.SQL(", ").join(sql.Identifier(c.name) for c in WIDE_COLUMNS)
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in table.column_names)
     target = sql.Identifier("slidewin_streams", name)
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -173,7 +271,7 @@ def run_wide_bench(dsn: str, opts: BenchOptions, progress: Callable[[str], None]
         events = make_events(opts.events, end, 10_000)
         with scratch_database(dsn, partitions=opts.partitions) as store:
             with psycopg.connect(store, autocommit=True) as conn:
-                declare_wide(conn)
+                WIDE.declare(conn)
             report["wide_copy_limit_rows_per_s"] = round(
                 copy_limit_wide(store, wide, opts.rows_per_file))
         with scratch_database(dsn, partitions=opts.partitions) as store:
@@ -221,7 +319,7 @@ def _wide_alone(dsn: str, opts: BenchOptions, progress: Callable[[str], None]) -
         try:
             with scratch_database(dsn, partitions=opts.partitions) as store:
                 with psycopg.connect(store, autocommit=True) as conn:
-                    declare_wide(conn)
+                    WIDE.declare(conn)
                 config = ingest_config(work, "wide-land", opts, once=True)
                 with RssSampler(jvm_pid(spark)) as rss:
                     figures = end_to_end(spark, store, config, lambda _line: None)
@@ -283,7 +381,7 @@ def _measure(spark: SparkSession, dsn: str, work: Path, opts: BenchOptions,
         with scratch_database(dsn, partitions=opts.partitions) as store:
             with psycopg.connect(store, autocommit=True) as conn:
                 for name in names:
-                    declare_wide(conn, name)
+                    WIDE.declare(conn, name)
             config = ingest_config(work, land, opts, once=True)
             return end_to_end(spark, store, config, lambda _line: None)
 

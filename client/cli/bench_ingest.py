@@ -7,7 +7,13 @@ from datetime import timedelta
 import click
 
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import COUNT, DURATION, DurationType, json_option
+from slidewin.client.cli.options import (
+    COUNT,
+    DURATION,
+    DurationType,
+    bench_stream_option,
+    json_option,
+)
 from slidewin.client.cli.root import SlidewinCommand
 from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER_TEXT, ROLLUPS
 
@@ -35,10 +41,8 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER_TEXT, ROLL
               help="Events per file (= per second) in the freshness run.")
 @click.option("--trigger", type=DURATION, default=DEFAULT_TRIGGER_TEXT, show_default=True,
               help="Micro-batch interval of the freshness run.")
-@click.option("--stream", type=click.Choice(["events", "wide"]), default="events",
-              show_default=True,
-              help="wide: a declared stream of 8 typed columns against the built-in stream in the "
-              "same run, and three such streams at once against one at a time.")
+@bench_stream_option("wide: a declared stream of 8 typed columns against the built-in stream in "
+                     "the same run, and three such streams at once against one at a time.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="With --stream wide: also the COPY limits, the built-in stream and three "
               "streams at once; --no-baselines measures the wide stream's ingest alone (and its "

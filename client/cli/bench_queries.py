@@ -9,7 +9,7 @@ import click
 
 from slidewin.client.bench.queries import QueryBenchSpec, format_table, run_query_bench
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import COUNT, json_option, keep_option
+from slidewin.client.cli.options import COUNT, bench_stream_option, json_option, keep_option
 from slidewin.client.cli.root import SlidewinCommand
 from slidewin.db.limits import MAX_CHUNK, MAX_PARTITIONS
 from slidewin.db.signals import handling
@@ -34,6 +34,9 @@ from slidewin.db.signals import handling
               help="Rows per COPY in the index-cost comparison (0 skips it).")
 @click.option("--copy-rounds", type=click.IntRange(1), default=3, show_default=True,
               help="Rounds of the index-cost comparison (the median is reported).")
+@bench_stream_option("wide: the same over the declared stream of 8 typed columns (its COPY, its "
+                     "table's primary key and an index on its measure temp, its rollups and "
+                     "nibbles) instead of the built-in stream.")
 @keep_option()
 @json_option()
 @pass_app
@@ -42,11 +45,13 @@ def bench_queries(app: AppContext, as_json: bool, **options: object) -> None:
 
     The data goes into a new database slidewin_bench_<random> on the same server (dropped at the
     end unless --keep); the store's own data is never touched. It needs a role that may create
-    databases. Figures are client-side p50/p99 over one warm connection.
+    databases. Figures are client-side p50/p99 over one warm connection. --stream wide measures
+    the same over a declared stream.
 
     \b
     Examples:
       slidewin bench queries --json
+      slidewin bench queries --stream wide --json
       slidewin --dsn postgresql://postgres@127.0.0.1/postgres bench queries --rows 500k
       slidewin bench queries --rows 20k --seconds 4 --copy-rows 0 --repeat 20
     """

@@ -9,7 +9,7 @@ import click
 
 from slidewin.client.bench.windows import WindowBenchSpec, format_table, run_window_bench
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import COUNT, json_option, keep_option
+from slidewin.client.cli.options import COUNT, bench_stream_option, json_option, keep_option
 from slidewin.client.cli.root import SlidewinCommand
 from slidewin.db.limits import MAX_PARTITIONS
 from slidewin.db.signals import handling
@@ -26,6 +26,9 @@ from slidewin.db.signals import handling
               help="Timed raw-row scans per window kind (each reads the whole hour).")
 @click.option("--chunk", type=COUNT, default="500k", show_default=True,
               help="Events per load transaction.")
+@bench_stream_option("wide: every window kind over the declared stream of 8 typed columns (its "
+                     "first double measure, one key's windows too) against its raw rows, "
+                     "instead of the built-in stream.")
 @keep_option()
 @json_option()
 @pass_app
@@ -39,12 +42,14 @@ def bench_windows(app: AppContext, as_json: bool, **options: object) -> None:
     every one -- each window checked against itself aggregated alone from the raw rows, then
     timed -- and the peak memory of `slidewin windows hopping --json` writing the 86,400
     windows (max_rss_mb). The data goes into a new database slidewin_bench_<random> on the same
-    server (dropped at the end unless --keep).
+    server (dropped at the end unless --keep). --stream wide runs the same over a declared
+    stream, written through its COPY.
 
     \b
     Examples:
       slidewin bench windows --json
       slidewin bench windows --events 200k --repeat 10
+      slidewin bench windows --stream wide --json
     """
     app.check_database()
     spec = WindowBenchSpec(**options)  # type: ignore[arg-type]

@@ -113,6 +113,19 @@ def reconnect_timeout_option(then: str = "0 fails at once.") -> Callable[[Any], 
     )
 
 
+# the streams a benchmark runs over, each defined in client/bench/streams.py (BENCH_STREAMS; named
+# here too so that a benchmark's --help loads no data code); tests/test_bench_streams.py checks
+# that the two agree
+BENCH_STREAMS = ("events", "wide")
+
+
+def bench_stream_option(help: str) -> Callable[[Any], Any]:
+    """``--stream`` of a benchmark: the built-in ``events`` (the default: the run as it always
+    was) or a declared benchmark stream; any other name is a usage error listing the choices."""
+    return click.option("--stream", type=click.Choice(BENCH_STREAMS), default="events",
+                        show_default=True, help=help)
+
+
 def keep_option() -> Callable[[Any], Any]:
     """``--keep``: a benchmark keeps its scratch database for a look afterwards."""
     return click.option(
