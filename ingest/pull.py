@@ -4,7 +4,8 @@ Why: ``toArrow`` returns the whole result at once, so a batch written while Spar
 be planned again for every chunk of files -- and on a fresh JVM planning is the costly part.
 Here the batch is planned once and each partition is one Spark job: while the caller writes
 partition k, a helper thread has Spark compute the next one, so at most two partitions are in
-memory, whatever the batch's size.
+memory, whatever the batch's size (the jobs run outside the batch's SQL execution, which
+would keep every job's results until the batch ends: ``spark_internals.SQL_EXECUTION_ID``).
 
 Order: Spark places a scan's file splits largest first, which for files of about one size is
 no order at all. PostgreSQL inserts rows in key order into the primary key (part, ts, uuid)
@@ -30,6 +31,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.util import inheritable_thread_target
 
 from slidewin.ingest.spark_internals import (
+    SQL_EXECUTION_ID,
     ArrowBatchRdd,
     PullUnavailable,
     arrow_batch_rdd,
@@ -73,9 +75,16 @@ def indexed_partitions(df: DataFrame, ahead: int = AHEAD) -> Iterator[tuple[int,
     if not order:
         return
     # the helper thread runs Spark jobs with this thread's local properties (in a batch: the
-    # streaming query's job group and description)
+    # streaming query's job group and description), but outside the batch's SQL execution:
+    # Spark keeps each job of an execution, results included, until the execution ends
+    sc = df.sparkSession.sparkContext
+
+    def outside_execution(index: int) -> pa.Table:
+        sc.setLocalProperty(SQL_EXECUTION_ID, None)  # type: ignore[arg-type]
+        return _collect(rdd, index, schema)
+
     collect: Callable[[int], pa.Table] = inheritable_thread_target(df.sparkSession)(
-        lambda index: _collect(rdd, index, schema)
+        outside_execution
     )
     with ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="slidewin-pull") as pool:
         running = deque((index, pool.submit(collect, index)) for index in order[:ahead])

@@ -32,6 +32,12 @@ What it touches (as of PySpark 4.3), what breaks if Spark changes it, and the fa
   a read of several paths repeats every path once per path holding a glob character, so such
   files are read alone (``ingest.stream``). If the option is renamed, such a name is a pattern
   again: the file is read as whatever it matches, or is an ``unreadable_file`` dead letter.
+- The local property ``spark.sql.execution.id`` (``SQL_EXECUTION_ID``, SparkContext's
+  ``SQL_EXECUTION_ID_KEY``): the pull's jobs run without it. Spark 4 files every job that
+  carries an SQL execution's id under that execution (``DAGScheduler.activeQueryToJobs``), and
+  a job's entry holds its results until the execution ends; a micro-batch is one execution, so
+  every partition pulled stayed in the driver's heap until the batch committed (a 2.4 GB file
+  filled a 1 GB heap). If the key is renamed, that memory grows with the batch again.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
 ARROW_BATCH_RDD = "toArrowBatchRdd"
 CHECKPOINT_MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
 GLOB_PATHS_OPTION = "__globPaths__"
+SQL_EXECUTION_ID = "spark.sql.execution.id"
 CHECKPOINT_MANAGERS = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
     "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",

@@ -433,6 +433,34 @@ def test_partitions_come_one_per_file_in_path_order(spark, tmp_path, one_file_pe
         assert [t.num_rows for t in again] == [5, 50, 20, 35], ahead
 
 
+def test_a_batch_does_not_keep_the_partitions_it_pulled(spark, tmp_path, one_file_per_partition):
+    """Spark files each job that carries an SQL execution's id under that execution, results
+    included, until the execution ends -- and a micro-batch is one execution. The pull's jobs
+    run outside it, so a batch over one large file does not hold every partition it pulled in
+    the driver's heap until it commits (a 2.4 GB CSV file filled a 1 GB heap so)."""
+    from slidewin.ingest.parse import read_files
+    from slidewin.ingest.pull import indexed_partitions
+
+    (tmp_path / "in").mkdir()
+    df = read_files(spark, "parquet", write_files(tmp_path / "in"))
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+    seen: list[tuple[str | None, int, int]] = []
+
+    def batch(_frame, _batch_id) -> None:
+        filed = scheduler.jobIdToQueryExecutionId().size()
+        pulled = sum(1 for _ in indexed_partitions(df, ahead=2))
+        execution = spark.sparkContext.getLocalProperty("spark.sql.execution.id")
+        seen.append((execution, pulled, scheduler.jobIdToQueryExecutionId().size() - filed))
+
+    query = (spark.readStream.schema(df.schema).parquet(str(tmp_path / "in"))
+             .writeStream.foreachBatch(batch).trigger(availableNow=True)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    query.awaitTermination(120)
+    [(execution, pulled, filed)] = seen
+    assert execution is not None and pulled == 4  # in a batch's execution, 4 partitions pulled
+    assert filed == 0  # none of their jobs (and results) kept under it
+
+
 def test_spark_partials_are_the_aggregates_of_each_pulled_partition(
     spark, tmp_path, one_file_per_partition
 ):
