@@ -152,6 +152,8 @@ def _once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
     """``ts`` with a (key, time) drawn twice moved on by 1 µs until each is once: a declared
     stream's table holds a (time, key) once, and a COPY holding one twice fails whole."""
     us = pc.cast(ts, pa.int64()).to_numpy().copy()
+    if isinstance(key, pa.ChunkedArray):  # pa.array of millions of strings comes in chunks
+        key = key.combine_chunks()
     codes = pc.dictionary_encode(key).indices.to_numpy()
     moved = False
     while True:
