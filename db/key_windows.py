@@ -2,9 +2,12 @@
 key's raw events (``slidewin.key_window``, ``slidewin.key_windows_at``) -- the windows of
 ``db.windows`` restricted to a key, with the same columns, alignment and flags.
 
-The access path is opt-in (``set_index``): an index on ``slidewin.events (uuid, ts)`` bounds a
-key's windows by that key's events in the range; without it they read every event in the range.
-It costs every insert one more index (``slidewin bench sessions`` reports how much).
+The access path is opt-in, stream by stream (``set_index``): an index on the stream's table
+(key, time) INCLUDE (its measures) -- ``slidewin.events (uuid, ts)`` for the built-in stream --
+bounds a key's windows by that key's rows in the range; without it they read every row in the
+range. The windows of a declared stream's key (``db.streams`` with ``key=``) take the same index
+when it is there. It costs every insert one more index (``slidewin bench sessions`` reports how
+much).
 """
 
 from __future__ import annotations
@@ -15,21 +18,34 @@ from datetime import datetime, timedelta
 import psycopg
 
 from slidewin.db.connect import procedure_errors
+from slidewin.db.streams import procedure_errors as stream_errors
 from slidewin.db.window_rows import TIMEOUT, Rows, streamed
 from slidewin.db.windows import Window
 
 _COLUMNS = "window_start, window_end, n, total, vmin, vmax, avg, final, partial"
+BUILTIN = "events"
 
 
-def set_index(conn: psycopg.Connection, on: bool | None) -> bool:
-    """Turn the key index on or off (None: only look); whether it is on now. Building it
-    reads the whole table once and blocks writes meanwhile."""
-    row = conn.execute("SELECT slidewin.key_index(%s)", (on,)).fetchone()
+def set_index(conn: psycopg.Connection, on: bool | None, stream: str = BUILTIN) -> bool:
+    """Turn ``stream``'s key index on or off (None: only look); whether it is on now. Building
+    it reads the stream's table once and blocks its writes meanwhile; only the table's owner
+    may. A stream that does not exist is a ProcedureError naming it."""
+    with stream_errors():
+        row = conn.execute("SELECT slidewin.key_index(%s, %s)", (on, stream)).fetchone()
     return bool(row and row[0])
 
 
-def enable_index(conn: psycopg.Connection) -> bool:
-    return set_index(conn, True)
+def enable_index(conn: psycopg.Connection, stream: str = BUILTIN) -> bool:
+    return set_index(conn, True, stream)
+
+
+def index_status(conn: psycopg.Connection, stream: str | None = None) -> dict[str, bool]:
+    """Whether each stream (or ``stream`` alone) has its key index, by name. Reads the catalog
+    only (``slidewin.key_index_status``), so a read-only role may ask."""
+    with stream_errors():
+        rows = conn.execute("SELECT stream, key_index FROM slidewin.key_index_status(%s)",
+                            (stream,)).fetchall()
+    return {name: bool(on) for name, on in rows}
 
 
 def _windows(conn: psycopg.Connection, call: str, args: tuple[object, ...]) -> list[Window]:

@@ -28,7 +28,7 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from slidewin.client.cli import cli
-from slidewin.db import joins, sessions, streams
+from slidewin.db import joins, key_windows, sessions, streams
 from slidewin.db.roles import RoleError, can_become, create_login, create_roles, reader_dsn
 from slidewin.db.streams import Column
 from slidewin.ingest.batch import GOOD_SCHEMA
@@ -222,6 +222,50 @@ def test_the_reader_answers_query_and_windows(store: str, prefix: str) -> None:
         result = runner.invoke(cli, ["--dsn", dsn, *args], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         assert "error" not in json.loads(result.stdout)
+
+
+def test_only_the_owner_turns_a_key_index_on_or_off_and_every_role_asks(
+        store: str, prefix: str) -> None:
+    """One rule for every stream's key index, the built-in one's and a declared one's: building
+    or dropping an index is its table owner's -- the owner role's; the ingest and the jobs are
+    refused by PostgreSQL, the reader may not call slidewin.key_index at all. Which streams have
+    one, every role may ask (`windows key-index status`, `slidewin serve`'s reader)."""
+    def status_as(group: str) -> dict:
+        result = CliRunner().invoke(cli, ["--dsn", login_dsn(store, prefix, group), "windows",
+                                          "key-index", "--json"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    for group in ("ingest", "jobs"):
+        with psycopg.connect(login_dsn(store, prefix, group), autocommit=True) as conn:
+            for stream in ("events", "sensors"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege, match="must be owner"):
+                    conn.execute("SELECT slidewin.key_index(true, %s)", (stream,))
+    with psycopg.connect(login_dsn(store, prefix, "reader"), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="key_index"):
+            conn.execute("SELECT slidewin.key_index(true, 'sensors')")
+    with psycopg.connect(store, autocommit=True) as admin:
+        try:
+            admin.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(f"{prefix}_owner")))
+            assert key_windows.set_index(admin, True, "sensors") is True
+            assert key_windows.set_index(admin, True) is True
+            admin.execute("RESET ROLE")
+            owners = admin.execute(
+                "SELECT DISTINCT relowner::regrole::text FROM pg_class WHERE oid IN "
+                "('slidewin_streams.\"sensors#key\"'::regclass, 'slidewin.events_key_ts'::regclass)"
+                " OR oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = "
+                "'slidewin_streams.\"sensors#key\"'::regclass)").fetchall()
+            assert owners == [(f"{prefix}_owner",)]
+            for group in ("reader", "ingest"):
+                assert status_as(group) == {"key_index": True, "streams": {
+                    "events": True, "parcels": False, "sensors": True}}
+            with psycopg.connect(login_dsn(store, prefix, "ingest"), autocommit=True) as conn:
+                with pytest.raises(psycopg.errors.InsufficientPrivilege, match="must be owner"):
+                    conn.execute("SELECT slidewin.key_index(false, 'sensors')")
+        finally:
+            admin.execute("RESET ROLE")
+            key_windows.set_index(admin, False, "sensors")
+            key_windows.set_index(admin, False)
 
 
 def test_the_ingest_writes_a_batch_and_deletes_nothing(store: str, prefix: str) -> None:

@@ -171,6 +171,7 @@ SAME = [
      ["windows", "current", "--size", "10s", "--relative-to", "stream", "--stream", "sensors",
       "--measure", "temp"]),
     ("/api/v1/windows/key-index", ["windows", "key-index"]),
+    ("/api/v1/windows/key-index?stream=sensors", ["windows", "key-index", "--stream", "sensors"]),
     ("/api/v1/sessions", ["windows", "list"]),
     ("/api/v1/sessions/visits?limit=5", ["windows", "sessions", "visits", "--limit", "5"]),
     ("/api/v1/sessions/visits?key=k2&last=30s",
@@ -277,6 +278,7 @@ def test_the_dashboard_lists_what_joins_show_returns(client):
     ("/api/v1/dead-letters?before=99999999999999999999", 400, "from 1 to 9223372036854775807"),
     ("/api/v1/jobs/runs?before=soon", 400, "before 'soon' is not a whole number"),
     ("/api/v1/windows/key-index?x=" + "y" * 1001, 400, "x is 1001 characters long"),
+    ("/api/v1/windows/key-index?stream=nope", 404, "--stream nope: no stream named 'nope'"),
 ])
 def test_a_refused_question_is_the_cli_s_error_object(client, path, status, said):
     body = api_json(client, path, status)

@@ -14,7 +14,7 @@ A key *value* is data, not a name: the hostile strings are stored and read back 
 
 And names the rules do allow but SQL reserves (``select``, ``order``, ``from``, ``limit``,
 ``table``, ``union``) make objects with exactly those names, through every DDL and query path:
-define, alter, insert, windows, session windows, a join's results, nibble, drop.
+define, the key index, alter, insert, windows, session windows, a join's results, nibble, drop.
 
 Sites no user's name reaches are left out: partition upkeep (ensure_partitions, nibble,
 attach_rollup_triggers and attach_session_trigger take partition numbers or a regclass,
@@ -139,6 +139,9 @@ SLOTS: dict[str, tuple[str, str]] = {
     "join_advance": ("SELECT slidewin.join_advance(%(h)s, %(t1)s)", "sp"),
     "join_backfill": ("SELECT slidewin.join_backfill(%(h)s, %(t1)s)", "sp"),
     "join_drop": ("SELECT slidewin.join_drop(%(h)s)", "sp"),
+    "key_index stream": ("SELECT slidewin.key_index(true, %(h)s)", "sensors"),
+    "key_index_status": ("SELECT * FROM slidewin.key_index_status(%(h)s)", "sensors"),
+    "key_index_name": ("SELECT * FROM slidewin.key_index_name(%(h)s)", "sensors"),
     "join_index stream": ("SELECT slidewin.join_index(%(h)s, 'k')", "sensors"),
     "join_index column": ("SELECT slidewin.join_index('sensors', %(h)s)", "w"),
     "join_triggers": ("SELECT slidewin.join_triggers(%(h)s)", "sensors"),
@@ -247,8 +250,14 @@ def test_reserved_words_make_objects_with_exactly_those_names(
     c.execute("SELECT slidewin.stream_define('select', 'order', 'from', "
               "'[{\"name\": \"order\"}, {\"name\": \"limit\", \"type\": \"bigint\"}]', "
               "ARRAY['limit'])")
+    # its key index, then built again for a new measure: every name quoted, each time
+    assert c.execute("SELECT slidewin.key_index(true, 'select')").fetchone() == (True,)
     c.execute("SELECT slidewin.stream_add_column('select', 'table', 'bigint')")
     c.execute("SELECT slidewin.stream_add_measure('select', 'table')")
+    assert c.execute(
+        "SELECT pg_get_indexdef('slidewin_streams.\"select#key\"'::regclass)").fetchone()[0] == (
+        'CREATE INDEX "select#key" ON ONLY slidewin_streams."select" USING btree ("order", "from")'
+        ' INCLUDE ("limit", "table")')
     c.execute("SELECT slidewin.stream_define('where', 'group', 'from', "
               "'[{\"name\": \"group\"}, {\"name\": \"order\"}]')")
     c.execute("SELECT slidewin.join_define('union', 'select', 'where', 'order', "
@@ -277,6 +286,8 @@ def test_reserved_words_make_objects_with_exactly_those_names(
                          "%(t1)s)", PARAMS).fetchall()) == 2
     assert len(c.execute("SELECT * FROM slidewin.stream_count_windows('select', 'table', 2)"
                          ).fetchall()) == 1
+    assert c.execute("SELECT n, total FROM slidewin.stream_summary('select', 'limit', %(t0)s, "
+                     "%(t1)s, 'a')", PARAMS).fetchall() == [(2, 8)]  # the key's, by its index
     pairs = c.execute("SELECT * FROM slidewin.join_exact('union', %(t0)s, %(t1)s)",
                       PARAMS).fetchall()
     assert len(pairs) == 2

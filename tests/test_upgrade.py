@@ -82,6 +82,13 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
         # the old session window is events', over its measure val
         assert conn.execute("SELECT stream, measure FROM slidewin.session_defs").fetchall() == [
             ("events", "val")]
+        # one key_index, taking the stream now: the old one-argument call is events' still
+        assert conn.execute("SELECT pg_get_function_arguments(oid) FROM pg_proc "
+                            "WHERE proname = 'key_index'").fetchall() == [
+            ("p_on boolean DEFAULT NULL::boolean, p_stream text DEFAULT 'events'::text",)]
+        assert conn.execute("SELECT slidewin.key_index(true), slidewin.key_index(NULL, "
+                            "'events'), slidewin.key_index(false)").fetchone() == (
+            True, True, False)
 
 
 def test_the_upgraded_store_is_written_and_read_as_a_new_one(v1_store: str) -> None:

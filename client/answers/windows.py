@@ -373,6 +373,19 @@ def current_windows(conn: psycopg.Connection, size: timedelta, advance: timedelt
     return CurrentWindows(size, step, at, delta, key, stream, state, found, all_)
 
 
-def key_index(conn: psycopg.Connection, on: bool | None = None) -> dict[str, Any]:
-    """``windows key-index``: whether the per-key access path is on (``on`` None: only look)."""
-    return {"key_index": key_windows.set_index(conn, on)}
+def key_index(conn: psycopg.Connection, on: bool | None = None,
+              stream: str | None = None) -> dict[str, Any]:
+    """``windows key-index``: turn ``stream``'s per-key access path on or off (default the
+    built-in stream's); with ``on`` None, say which streams have it -- every stream (under
+    ``streams``), or ``stream`` alone. ``key_index`` is always the one stream's: events' unless
+    ``stream`` names another (then named as ``stream``, as the windows' answers do)."""
+    name = stream or BUILTIN
+    try:
+        found = (key_windows.index_status(conn, stream) if on is None
+                 else {name: key_windows.set_index(conn, on, name)})
+    except ProcedureError as exc:
+        if stream is None:
+            raise
+        raise ConfigError(f"--stream {stream}: {exc}") from None
+    return {**({} if name == BUILTIN else {"stream": name}), "key_index": found[name],
+            **({"streams": found} if on is None and stream is None else {})}

@@ -18,9 +18,8 @@ keys. A first end-to-end run, not counted, warms Spark up.
 -- the same keys and times, the stream's own columns, its files under ``<landing>/<stream>/``,
 the definition over it (its default measure: none for ``wide``, whose integer column is not
 required, so its sessions count events only) and the copy phase through its own COPY. Its key
-windows are ``slidewin.stream_tumbling`` over one key; the key index (``slidewin.key_index``)
-indexes the built-in stream alone, so there is no key-index variant, which the report's
-``notes`` say.
+windows are ``slidewin.stream_tumbling`` over one key, and its key index is the stream's own
+(``slidewin.key_index(true, stream)``: its table (key, time) INCLUDE (its measures)).
 """
 
 from __future__ import annotations
@@ -87,9 +86,9 @@ def make_keyed_events(count: int, keys: int, end: datetime, seed: int = 11,
 
 
 def variants(stream: BenchStream) -> tuple[str, ...]:
-    """What the store keeps besides the rollups, one variant each; the key index is the
-    built-in stream's alone (``slidewin.key_index`` indexes ``slidewin.events``)."""
-    return ("plain", "sessions") if stream.declared else ("plain", "sessions", "key_index")
+    """What the store keeps besides the rollups, one variant each (the key index: the
+    stream's own)."""
+    return ("plain", "sessions", "key_index")
 
 
 def _prepare(dsn: str, variant: str, stream: BenchStream) -> None:
@@ -98,7 +97,7 @@ def _prepare(dsn: str, variant: str, stream: BenchStream) -> None:
         if variant == "sessions":
             sessions.define(conn, replace(DEFINITION, stream=stream.name))
         elif variant == "key_index":
-            key_windows.set_index(conn, True)
+            key_windows.set_index(conn, True, stream.name)
 
 
 def _copy_rate(admin: str, rows: pa.Table, opts: SessionBenchOptions, variant: str,
@@ -133,7 +132,7 @@ def _timed_ms(call: Callable[[], object]) -> float:
 def lookups(dsn: str, names: list[str], now: datetime,
             stream: BenchStream | None = None) -> dict[str, Any]:
     """p50 / p95 ms of a key's sessions and of a tumbling 10 s series over the key's last hour
-    (over the built-in stream: without and with the key index)."""
+    (without and with the stream's key index)."""
     stream = stream or bench_stream("events")
     out: dict[str, Any] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -152,14 +151,12 @@ def lookups(dsn: str, names: list[str], now: datetime,
 
 def _key_windows(conn: psycopg.Connection, names: list[str], now: datetime,
                  stream: BenchStream) -> dict[str, Any]:
-    """A tumbling 10 s series over each key's last hour, without and then (the built-in stream)
-    with the key index."""
+    """A tumbling 10 s series over each key's last hour, without and then with the stream's key
+    index."""
     start, end, size = now - timedelta(hours=1), now, timedelta(seconds=10)
     out: dict[str, Any] = {}
-    indexes = (("_noindex", False),) if stream.declared else (("_noindex", False), ("", True))
-    for suffix, on in indexes:
-        if not stream.declared:
-            key_windows.set_index(conn, on)
+    for suffix, on in (("_noindex", False), ("", True)):
+        key_windows.set_index(conn, on, stream.name)
         conn.execute(sql.SQL("ANALYZE {}").format(stream.table))  # as autovacuum would
         times = [_timed_ms(partial(_key_series, conn, stream, k, size, start, end))
                  for k in names]
@@ -182,9 +179,7 @@ def _declared_figures(conn: psycopg.Connection, stream: BenchStream,
     them and the definition's measure, with notes on what does not apply to it."""
     stored = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(stream.table)).fetchone()
     measure = sessions.definition(conn, DEFINITION.name).definition.measure
-    notes = [f"no key-index variant: slidewin.key_index indexes the built-in stream alone; "
-             f"{stream.name}'s key windows (key_window_noindex_*) read the key's own partition "
-             f"by its (time, key) primary key"]
+    notes = []
     if measure is None:
         notes.append(f"{stream.name} has no required bigint or integer measure, so its "
                      "sessions count events only (sum, min, max and avg NULL)")
@@ -256,7 +251,6 @@ def _cost(with_: float, without: float) -> float:
 def _report(opts: SessionBenchOptions, rates: dict[str, list[float]], kept: list,
             stream: BenchStream) -> dict:
     med = {k: median(v) for k, v in rates.items()}
-    index = "copy_key_index" in med  # the built-in stream's alone
     report: dict[str, Any] = {"events": opts.events, "keys": opts.keys, "rounds": opts.rounds}
     if stream.declared:
         report["stream"] = stream.name
@@ -264,16 +258,14 @@ def _report(opts: SessionBenchOptions, rates: dict[str, list[float]], kept: list
         "gap_s": DEFINITION.gap.total_seconds(), "grace_s": DEFINITION.grace.total_seconds(),
         "copy_events_per_s": round(med["copy_plain"]),
         "copy_sessions_events_per_s": round(med["copy_sessions"]),
-        **({"copy_key_index_events_per_s": round(med["copy_key_index"])} if index else {}),
+        "copy_key_index_events_per_s": round(med["copy_key_index"]),
         "session_copy_cost_pct": _cost(med["copy_sessions"], med["copy_plain"]),
-        **({"key_index_copy_cost_pct": _cost(med["copy_key_index"], med["copy_plain"])}
-           if index else {}),
+        "key_index_copy_cost_pct": _cost(med["copy_key_index"], med["copy_plain"]),
         "ingest_events_per_s": round(med["e2e_plain"]),
         "ingest_sessions_events_per_s": round(med["e2e_sessions"]),
-        **({"ingest_key_index_events_per_s": round(med["e2e_key_index"])} if index else {}),
+        "ingest_key_index_events_per_s": round(med["e2e_key_index"]),
         "session_ingest_cost_pct": _cost(med["e2e_sessions"], med["e2e_plain"]),
-        **({"key_index_ingest_cost_pct": _cost(med["e2e_key_index"], med["e2e_plain"])}
-           if index else {}),
+        "key_index_ingest_cost_pct": _cost(med["e2e_key_index"], med["e2e_plain"]),
         "runs": {k: [round(x) for x in v] for k, v in rates.items()},
     })
     if kept:

@@ -23,7 +23,7 @@ from slidewin.client.cli.root import SlidewinCommand
 @click.option("--master", default="local[*]", show_default=True,
               help="Spark master URL for the end-to-end runs.")
 @bench_stream_option("wide: the same over the declared stream of 8 typed columns (the same keys "
-                     "and times), its sessions counting events only; no key-index variant.")
+                     "and times), its sessions counting events only; its own key index.")
 @json_option("End with one JSON object on stdout.")
 @pass_app
 def bench_sessions(

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 import psycopg
 
+from slidewin.client.answers import windows as answer_windows
 from slidewin.client.answers.windows import (
     BUILTIN,
     named,
@@ -44,7 +45,7 @@ def key_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--key", default=None,
         help="The windows of this key alone, from its own events (fast with `slidewin windows "
-             "key-index enable`).")(f)
+             "key-index enable [--stream NAME]`).")(f)
 
 
 def _keyed(params: dict[str, Any], key: str | None) -> dict[str, Any]:
@@ -563,25 +564,34 @@ def _current_lines(size: timedelta, step: timedelta, at: datetime, relative_to: 
 
 @windows_group.command("key-index")
 @click.argument("action", type=click.Choice(["enable", "disable", "status"]), default="status")
+@click.option("--stream", default=None, metavar="NAME",
+              help="The stream: events (built in; the default) or one declared with `slidewin "
+                   "streams add`. status without it: every stream.")
 @json_option("One JSON object on stdout.")
 @pass_app
-def key_index_cmd(app: AppContext, action: str, as_json: bool) -> None:
-    """The per-key access path for `--key` windows: an index on events (uuid, ts). With it a
-    key's windows read only that key's events; without, every event in the range. It costs
+def key_index_cmd(app: AppContext, action: str, stream: str | None, as_json: bool) -> None:
+    """The per-key access path for `--key` windows: an index on the stream's table (key, time)
+    with its measures -- events (uuid, ts) by default, a declared stream's with --stream. With
+    it a key's windows read only that key's rows; without, every row in the range. It costs
     the ingest one more index (see `slidewin bench sessions`), so it is off until enabled.
-    Enabling builds it over the stored rows once and blocks writes meanwhile.
+    Enabling builds it over the stored rows once and blocks writes meanwhile; only the
+    owner of the store's tables (the owner role of `slidewin db roles`) may enable or disable
+    it. Dropping the stream drops its index.
 
     \b
     Examples:
       slidewin windows key-index enable
+      slidewin windows key-index enable --stream sensors
       slidewin windows key-index status --json
     """
     with app.connect() as conn:
-        on = key_windows.set_index(conn, {"enable": True, "disable": False}.get(action))
+        doc = answer_windows.key_index(
+            conn, {"enable": True, "disable": False}.get(action), stream)
     if as_json:
-        emit_json({"key_index": on})
-    else:
-        click.echo(f"key index {'on' if on else 'off'}")
+        emit_json(doc)
+        return
+    for name, on in doc.get("streams", {doc.get("stream", BUILTIN): doc["key_index"]}).items():
+        click.echo(f"{name}: key index {'on' if on else 'off'}")
 
 
 for _command in windows_sessions.COMMANDS:  # session windows live in the windows group

@@ -258,8 +258,8 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
                       measure=measure)
 
     @app.get(f"{API}/windows/key-index", summary="windows key-index status --json")
-    def key_index() -> Response:
-        return answer(answer_windows.key_index)
+    def key_index(stream: str | None = None) -> Response:
+        return answer(answer_windows.key_index, None, stream)
 
     @app.get(f"{API}/windows/{{kind}}", summary="windows tumbling|hopping|sliding --json")
     def time_windows(kind: str, size: str, advance: str | None = None, key: str | None = None,

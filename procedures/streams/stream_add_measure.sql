@@ -2,7 +2,8 @@
 -- The rollup table gains the measure's columns, and each existing second is aggregated again
 -- for it -- in one statement whose cost is the rows the stream holds (retention bounds them); a
 -- column added by slidewin.stream_add_column with measure => true holds no values yet and is
--- filled by nothing.
+-- filled by nothing. When the stream's key index is on (slidewin.key_index), it is built again
+-- to include the new measure (reading the table once more, writes blocked meanwhile).
 CREATE OR REPLACE FUNCTION slidewin.stream_add_measure(p_stream text, p_column text)
 RETURNS slidewin.streams
 LANGUAGE plpgsql
@@ -36,6 +37,9 @@ BEGIN
         EXECUTE format('DELETE FROM slidewin_rollups.%I', p_stream || '#minute');
         EXECUTE (SELECT minute_recompute_sql FROM slidewin.streams WHERE name = p_stream)
             USING v_secs;
+    END IF;
+    IF (SELECT k.key_index FROM slidewin.key_index_status(p_stream) AS k) THEN
+        PERFORM slidewin.key_index(true, p_stream);
     END IF;
     SELECT * INTO v_row FROM slidewin.streams WHERE name = p_stream;
     RETURN v_row;
