@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 import psycopg
 
 from slidewin.db.connect import procedure_errors
+from slidewin.db.streams import BUILTIN
 from slidewin.db.streams import procedure_errors as stream_errors
 from slidewin.db.window_rows import TIMEOUT, Rows, streamed
 from slidewin.db.windows import Window
 
 _COLUMNS = "window_start, window_end, n, total, vmin, vmax, avg, final, partial"
-BUILTIN = "events"
 
 
 def set_index(conn: psycopg.Connection, on: bool | None, stream: str = BUILTIN) -> bool:

@@ -22,6 +22,7 @@ import psycopg
 
 from slidewin.db import sessions
 from slidewin.db.changes import STREAMS_CHANNEL, RollupChanges
+from slidewin.db.streams import BUILTIN
 
 UPDATE = "update"
 FINAL = "final"
@@ -92,7 +93,7 @@ def follow(
     changed the rollups of the definition's stream (every insert does). ``wait_s`` bounds how
     long a stop request waits."""
     stream = sessions.definition(conn, follower.name).definition.stream
-    changes = RollupChanges(conn) if stream == "events" \
+    changes = RollupChanges(conn) if stream == BUILTIN \
         else RollupChanges(conn, STREAMS_CHANNEL, stream)
     yield from follower.poll(conn)
     while not stop():

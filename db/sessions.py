@@ -27,6 +27,7 @@ import psycopg
 from slidewin.db.connect import procedure_errors, refusal_text
 from slidewin.db.errors import ConfigError, ProcedureError
 from slidewin.db.limits import MAX_DURATION, MAX_DURATION_TEXT, check_duration
+from slidewin.db.streams import BUILTIN
 from slidewin.db.units import format_duration
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -42,7 +43,7 @@ class SessionDef:
     gap: timedelta
     grace: timedelta = timedelta(0)
     retention: timedelta = timedelta(hours=1)
-    stream: str = "events"
+    stream: str = BUILTIN
     measure: str | None = None  # None: the stream's default (val for events), or none
 
     def __post_init__(self) -> None:

@@ -29,6 +29,9 @@ from slidewin.db.window_rows import TIMEOUT, Rows, streamed
 from slidewin.db.windows import Completeness, CountWindow
 from slidewin.db.windows import Window as WindowRow
 
+# the built-in stream's name: its row in slidewin.streams, and every command's default stream
+BUILTIN = "events"
+
 NAME_RULE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 TYPES = ("text", "bigint", "integer", "double precision", "numeric", "boolean", "timestamptz",
          "jsonb")

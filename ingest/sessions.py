@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from slidewin.db.connect import procedure_errors
+from slidewin.db.streams import BUILTIN
 
 SETTING = "slidewin.presummed_sessions"  # read by slidewin.sessions_on_insert
 _EXACT_INT64 = 2**62  # a sum whose float estimate reaches this is summed exactly instead
@@ -63,8 +64,8 @@ def definitions(conn: psycopg.Connection) -> list[SessionRef]:
     rows = conn.execute(
         "SELECT (d).id, (d).gap, (d).base_ts - (d).grace FROM ("
         " SELECT slidewin.session_begin(id) AS d FROM slidewin.session_defs"
-        " WHERE dropped_at IS NULL AND stream = 'events' ORDER BY id) AS x"
-        " WHERE (d).id IS NOT NULL"
+        " WHERE dropped_at IS NULL AND stream = %s ORDER BY id) AS x"
+        " WHERE (d).id IS NOT NULL", (BUILTIN,)
     ).fetchall()
     return [SessionRef(int(i), gap, cut) for i, gap, cut in rows]
 

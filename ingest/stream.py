@@ -30,6 +30,7 @@ from pyspark.util import inheritable_thread_target
 from slidewin.db.clock import Clock, utc_now
 from slidewin.db.connect import connect
 from slidewin.db.reconnect import Reconnector, is_connection_lost
+from slidewin.db.streams import BUILTIN
 from slidewin.ingest import batch, foreign, isolate, landing, parse
 from slidewin.ingest.config import IngestConfig
 from slidewin.ingest.errors import BatchCancelled, first_line, is_cancellation, spark_error_text
@@ -54,7 +55,7 @@ BIND_TIMEOUT_S = 120.0
 CHUNK_BYTES = 2 * 2**20  # input bytes per Spark job when a batch is read file by file
 # the store's stream: every ingest of it -- both queries of one `slidewin ingest`, and ingests
 # of other landing directories -- shares its state row and so its one watermark
-STREAM = "events"
+STREAM = BUILTIN
 _GLOB_CHARS = frozenset("{}[]*?\\")
 
 

@@ -24,7 +24,7 @@ RAW_CHARS = 2000  # of a dead letter's raw text, in a page (raw_chars: its whole
 # the stream an ingest batch wrote: the built-in ingest's markers are ``<query>/<reader>/<ckpt>``
 # (text, parquet), a declared stream's ``<query>/stream-<name>/<ckpt>`` (ingest.typed_sink)
 BATCH_STREAM_SQL = ("CASE WHEN starts_with(split_part(query_id, '/', 2), 'stream-') "
-                    "THEN substr(split_part(query_id, '/', 2), 8) ELSE 'events' END")
+                    "THEN substr(split_part(query_id, '/', 2), 8) ELSE %(builtin)s END")
 
 
 def version() -> str:
@@ -146,12 +146,12 @@ def _check_stream(conn: psycopg.Connection, stream: str | None) -> None:
 
 
 DEAD_LETTERS_SQL = """
-SELECT id, received_at, coalesce(stream, 'events') AS stream, source, reason, detail,
+SELECT id, received_at, coalesce(stream, %(builtin)s) AS stream, source, reason, detail,
        left(raw, %(chars)s) AS raw, length(raw) AS raw_chars, event_ts, batch_id
   FROM slidewin.dead_letters
  WHERE (%(before)s::bigint IS NULL OR id < %(before)s)
    AND (%(reason)s::text IS NULL OR reason = %(reason)s)
-   AND (%(stream)s::text IS NULL OR (%(stream)s = 'events' AND stream IS NULL)
+   AND (%(stream)s::text IS NULL OR (%(stream)s = %(builtin)s AND stream IS NULL)
         OR stream = %(stream)s)
  ORDER BY id DESC
  LIMIT %(limit)s
@@ -180,7 +180,7 @@ def dead_letters(conn: psycopg.Connection, *, stream: str | None = None,
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(DEAD_LETTERS_SQL, {"before": before, "reason": reason,
                                               "stream": stream, "limit": limit + 1,
-                                              "chars": RAW_CHARS}).fetchall()
+                                              "chars": RAW_CHARS, "builtin": BUILTIN}).fetchall()
     more = len(rows) > limit
     page = [{**r, "received_at": iso(r["received_at"]), "event_ts": iso(r["event_ts"])}
             for r in rows[:limit]]
@@ -239,7 +239,8 @@ def batches(conn: psycopg.Connection, *, stream: str | None = None,
     _check_stream(conn, stream)
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(BATCHES_SQL, {"at": at, "batch": batch, "query": query,
-                                         "stream": stream, "limit": limit + 1}).fetchall()
+                                         "stream": stream, "limit": limit + 1,
+                                         "builtin": BUILTIN}).fetchall()
     more = len(rows) > limit
     page = [{**r, "max_ts": iso(r["max_ts"]), "committed_at": iso(r["committed_at"])}
             for r in rows[:limit]]

@@ -18,9 +18,9 @@ import psycopg
 
 from slidewin.db import clock, key_windows, streams, window_follow, windows
 from slidewin.db.errors import ConfigError, ProcedureError
+from slidewin.db.streams import BUILTIN
 from slidewin.db.units import format_duration
 
-BUILTIN = "events"
 QUESTIONS = ("avg", "max", "min", "sum", "count")
 TIME_KINDS = ("tumbling", "hopping", "sliding")
 

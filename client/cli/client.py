@@ -252,7 +252,7 @@ def match_config(stream: str, match: str | None, **opts: Any) -> MatchConfig | N
                                   "STREAM.COLUMN; e.g. --stream orders --match "
                                   "shipments.order_id")
         return None
-    if stream == "events":
+    if stream == streams.BUILTIN:
         raise ConfigError("--match needs --stream NAME, a declared stream whose records the "
                           "matched ones refer to; e.g. --stream orders --match "
                           "shipments.order_id")
@@ -345,7 +345,7 @@ def _with_match(summary: StreamSummary, side: StreamSummary | None,
 
 @click.command("client", cls=SlidewinCommand)
 @client_options
-@click.option("--stream", "stream_name", default="events", show_default=True, metavar="NAME",
+@click.option("--stream", "stream_name", default=streams.BUILTIN, show_default=True, metavar="NAME",
               help="The stream to write: the built-in events, or a declared one (`slidewin "
                    "streams list`), whose events of its own shape go to <landing>/NAME/ "
                    "(--keys defaults to 100 and --ratelimit to 1000 for it; --historyseconds "
@@ -404,7 +404,7 @@ def client_command(app: AppContext, view: str, as_json: bool, landing: Path | No
     """
     matched = match_config(stream_name, match, match_rate=match_rate, delay=delay,
                            jitter=jitter, late_rate=late_rate, late_by=late_by)
-    if stream_name != "events":
+    if stream_name != streams.BUILTIN:
         run_stream_client(app, stream_name, view, as_json, landing, matched, deleter=deleter,
                           **opts)
         return

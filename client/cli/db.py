@@ -16,6 +16,7 @@ from slidewin.db.config import configured_dsn, redact
 from slidewin.db.connect import ensure_embedded
 from slidewin.db.limits import MAX_PARTITIONS
 from slidewin.db.schema import init_schema
+from slidewin.db.streams import BUILTIN
 
 
 @click.group(cls=SlidewinGroup)
@@ -141,7 +142,7 @@ def db_status(app: AppContext, stream: str | None, as_json: bool) -> None:
       slidewin db status --json | jq '.partitions[] | .rows'
     """
     with app.connect() as conn:
-        if stream is not None and stream != "events":
+        if stream is not None and stream != BUILTIN:
             _stream_status(app, conn, stream, as_json)
             return
         answer = answer_store.store_status(conn, builtin_only=stream is not None)

@@ -11,6 +11,7 @@ from slidewin.client.cli.context import AppContext, emit_json, pass_app
 from slidewin.client.cli.options import json_option
 from slidewin.client.cli.root import SlidewinGroup
 from slidewin.db import windows
+from slidewin.db.streams import BUILTIN
 
 SECONDS = click.option(
     "--seconds",
@@ -27,7 +28,7 @@ RELATIVE = click.option(
     help="End the window at the wall clock, or at the newest event time (stream time).",
 )
 
-STREAM = click.option("--stream", default="events", show_default=True,
+STREAM = click.option("--stream", default=BUILTIN, show_default=True,
                       help="The stream: events (built in) or a declared one.")
 MEASURE = click.option("--measure", default=None,
                        help="The declared stream's measure (needed when it has more than one).")
@@ -54,7 +55,7 @@ def query() -> None:
 
 
 def _answer(app: AppContext, what: str, seconds: int, relative_to: str, as_json: bool,
-            stream: str = "events", measure: str | None = None) -> None:
+            stream: str = BUILTIN, measure: str | None = None) -> None:
     with app.connect() as conn:
         answer = answers.query(conn, what, seconds, relative_to, stream, measure)
     if as_json:

@@ -207,7 +207,7 @@ def _show(
     settled: timedelta,
     place: Callable[[windows.Window], datetime],
     opts: dict[str, Any],
-    stream: str = "events",
+    stream: str = streams.BUILTIN,
 ) -> None:
     """The windows of [start, end), or --follow. The windows stream through a server-side
     cursor straight to stdout (text or JSON): memory stays flat with their number. The
@@ -280,7 +280,7 @@ def _follow(
     place: Callable[[windows.Window], datetime],
     start: datetime,
     opts: dict[str, Any],
-    stream: str = "events",
+    stream: str = streams.BUILTIN,
 ) -> None:
     relative_to = opts["relative_to"]
     if opts["from_"] is not None:  # a fixed range: follow it up to --to

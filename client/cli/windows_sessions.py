@@ -20,6 +20,7 @@ from slidewin.db.clock import utc_now
 from slidewin.db.errors import ConfigError
 from slidewin.db.limits import MAX_CHUNK
 from slidewin.db.signals import Stop, stop_on_signals
+from slidewin.db.streams import BUILTIN
 
 
 @click.group("add", cls=SlidewinGroup)
@@ -40,7 +41,7 @@ def add_group() -> None:
               help="How late an event may be and still change a session.")
 @click.option("--retention", type=DURATION, default="1h", show_default=True,
               help="How long sessions are kept after they end (at least gap + grace).")
-@click.option("--stream", default="events", show_default=True,
+@click.option("--stream", default=BUILTIN, show_default=True,
               help="The stream whose events make the sessions: events, or one declared with "
                    "`slidewin streams add` (its key column is the session key, its time column "
                    "the event time).")

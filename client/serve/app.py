@@ -41,6 +41,7 @@ from slidewin.client.serve.jsonout import dumps
 from slidewin.client.serve.live import Hub
 from slidewin.db.config import redact
 from slidewin.db.errors import ConfigError, DatabaseUnavailable, ProcedureError, SchemaMissing
+from slidewin.db.streams import BUILTIN
 
 API = "/api/v1"
 APPLICATION = "slidewin serve"
@@ -194,7 +195,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
 
     @app.get(f"{API}/status", summary="db status --json [--stream NAME]")
     def status(stream: str | None = None) -> Response:
-        if stream is not None and stream != "events":
+        if stream is not None and stream != BUILTIN:
             return answer(answer_store.stream_status, stream)
         return answer(answer_store.store_status, builtin_only=stream is not None)
 
@@ -222,7 +223,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
 
     @app.get(f"{API}/query/{{what}}", summary="query avg|max|min|sum|count --json")
     def query(what: str, seconds: Annotated[int, Query(ge=1, le=86400)] = 30,
-              relative_to: str = "now", stream: str = "events",
+              relative_to: str = "now", stream: str = BUILTIN,
               measure: str | None = None) -> Response:
         if relative_to not in ("now", "stream"):
             return failure(ConfigError(f"relative_to {relative_to!r}: use now or stream"), dsn)
@@ -230,7 +231,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
 
     @app.get(f"{API}/windows/rows", summary="windows rows --json: count windows")
     def rows_windows(size: str, advance: str | None = None, rows: str | None = None,
-                     key: str | None = None, stream: str = "events",
+                     key: str | None = None, stream: str = BUILTIN,
                      measure: str | None = None) -> Response:
         try:
             parsed = (params.count(size, "size"), _count(advance, "advance"),
@@ -247,7 +248,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
     @app.get(f"{API}/windows/current", summary="windows current --json: Faust's lookups")
     def current_windows(size: str, advance: str | None = None, delta: str | None = None,
                         all: bool = False, relative_to: str = "now",
-                        key: str | None = None, stream: str = "events",
+                        key: str | None = None, stream: str = BUILTIN,
                         measure: str | None = None) -> Response:
         try:
             args = (params.duration(size, "size"), _duration(advance, "advance"),
@@ -263,7 +264,7 @@ def create_app(dsn: str, *, pool_size: int = 8, min_interval: float = 1.0,
 
     @app.get(f"{API}/windows/{{kind}}", summary="windows tumbling|hopping|sliding --json")
     def time_windows(kind: str, size: str, advance: str | None = None, key: str | None = None,
-                     stream: str = "events", measure: str | None = None,
+                     stream: str = BUILTIN, measure: str | None = None,
                      last: str | None = None,
                      from_: Annotated[str | None, Query(alias="from")] = None,
                      to: str | None = None, relative_to: str = "now") -> Response:

@@ -127,7 +127,7 @@ DEAD_SQL = """
 SELECT extract(epoch FROM date_trunc('second', received_at))::bigint AS t, count(*)
   FROM slidewin.dead_letters
  WHERE received_at >= %(since)s
-   AND ((%(stream)s = 'events' AND stream IS NULL) OR stream = %(stream)s)
+   AND ((%(stream)s = %(builtin)s AND stream IS NULL) OR stream = %(stream)s)
  GROUP BY 1
 """
 
@@ -150,7 +150,7 @@ def read(conn: psycopg.Connection, view: View, now: datetime | None = None) -> d
     measure = _measure_of(view, stream)
     since = now.replace(microsecond=0) - timedelta(seconds=view.range_s)
     first = int(since.timestamp())
-    args = {"since": since, "stream": view.stream}
+    args = {"since": since, "stream": view.stream, "builtin": BUILTIN}
 
     accepted: dict[int, int] = dict(conn.execute(INGEST_SQL, args).fetchall())
     dead: dict[int, int] = dict(conn.execute(DEAD_SQL, args).fetchall())

@@ -36,6 +36,7 @@ from psycopg import sql
 from slidewin.client.serve.dashboard import View
 from slidewin.client.serve.jsonout import dumps
 from slidewin.db.changes import CHANNEL, STREAMS_CHANNEL
+from slidewin.db.streams import BUILTIN
 
 JOINS_CHANNEL = "slidewin_joins"
 DEAD_LETTERS_CHANNEL = "slidewin_dead_letters"
@@ -242,7 +243,7 @@ class Hub:
     def _signal(self, channel: str, payload: str) -> None:
         for view, topic in self.topics.items():
             if channel == JOINS_CHANNEL or (
-                    view.stream == "events" if channel == CHANNEL else view.stream == payload):
+                    view.stream == BUILTIN if channel == CHANNEL else view.stream == payload):
                 topic.dirty.set()
 
     def _all_dirty(self) -> None:
