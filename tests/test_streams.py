@@ -384,6 +384,12 @@ def test_the_cli_declares_lists_shows_alters_queries_and_drops(
                 "--measure", "temp", "--measure", "amount", "--history", "1h", "--json")
     assert added.exit_code == 0, added.output
     assert json.loads(added.stdout)["measures"] == ["temp", "amount"]
+    for what, want in (("count", 0), ("sum", None), ("max", None)):  # none yet: as for events
+        for stream in ("events", "sensors"):
+            got = run(runner_env, "query", what, "--stream", stream, "--measure",
+                      "val" if stream == "events" else "amount", "--seconds", "60",
+                      "--relative-to", "stream", "--json")
+            assert json.loads(got.stdout)["value"] == want, (what, stream, got.output)
     conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, temp, amount) VALUES "
                  "('a', %s, 1.5, 2.25), ('b', %s, 2.5, 1.00)", (at(1), at(2)))
     listed = json.loads(run(runner_env, "streams", "list", "--json").stdout)
