@@ -341,16 +341,18 @@ def summary(
 
 def status(conn: psycopg.Connection, name: str, start: datetime, end: datetime) -> Completeness:
     """Stream time, watermark, retention cut and late events in ``[start, end)`` of a declared
-    stream (``db.windows.status`` for the built-in one)."""
+    stream, each as ``db.windows.status`` gives them for the built-in one: stream time is the
+    newest second holding retained events (its rollups' last second), and the late events are
+    those the ingest rejected -- one late only for a session window is stored, in the windows."""
     stream = get_stream(conn, name)
-    row = conn.execute(
-        "SELECT (SELECT newest_ts FROM slidewin.stream_state WHERE stream = %(s)s), "
+    query = sql.SQL(
+        "SELECT (SELECT max(sec) FROM {}), "
         "(SELECT watermark FROM slidewin.stream_state WHERE stream = %(s)s), "
         "(SELECT retired_through FROM slidewin.streams WHERE name = %(s)s), "
         "(SELECT count(*) FROM slidewin.dead_letters WHERE reason = 'late' AND stream = %(s)s "
-        " AND event_ts >= %(a)s AND event_ts < %(b)s)",
-        {"s": stream.name, "a": start, "b": end},
-    ).fetchone()
+        " AND event_ts >= %(a)s AND event_ts < %(b)s AND source NOT LIKE 'session:%%')"
+    ).format(sql.Identifier("slidewin_rollups", stream.name))
+    row = conn.execute(query, {"s": stream.name, "a": start, "b": end}).fetchone()
     assert row is not None
     return Completeness(row[0], row[1], row[2], int(row[3]))
 

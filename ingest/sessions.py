@@ -101,8 +101,9 @@ def islands(good: pa.Table, gap: timedelta) -> Islands:
 
 
 def _sums(vals: np.ndarray, starts: np.ndarray) -> list[int]:
-    """Exact sums per island: int64 when no sum can overflow, Python ints otherwise."""
-    rough = np.add.reduceat(np.abs(vals).astype(np.float64), starts)
+    """Exact sums per island: int64 when no sum can overflow, Python ints otherwise. The
+    estimate is of the values as floats: np.abs of int64's smallest value is itself."""
+    rough = np.add.reduceat(np.abs(vals.astype(np.float64)), starts)
     if len(rough) == 0 or rough.max() < _EXACT_INT64:
         return np.add.reduceat(vals, starts).tolist()
     bounds = np.append(starts, len(vals))

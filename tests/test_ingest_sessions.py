@@ -78,3 +78,14 @@ def test_the_sink_merges_in_bounded_calls_and_records_what_sessions_cost(iconn):
     recorded = iconn.execute("SELECT seconds, session_seconds FROM slidewin.ingest_batches")
     [(seconds, session_seconds)] = recorded.fetchall()
     assert session_seconds == pytest.approx(res.session_s) and seconds >= session_seconds
+
+
+def test_a_sessions_sum_below_the_smallest_bigint_is_exact(iconn):
+    """The sink sums a chunk's islands in int64 when no sum can overflow: -2**63 - 1 cannot be
+    one, so it is summed exactly (the trigger's numeric sum gives the same) -- and not wrapped
+    round to 2**63 - 1."""
+    low = -(2**63)
+    write(iconn, 0, rows([("a", low, 0, 1), ("a", -1, 1, 1)]))
+    assert spans(iconn) == [("a", 0, 1, 2, low - 1)]
+    write(iconn, 1, rows([("b", low, 0, 1), ("b", low, 1, 1), ("c", 1, 0, 1)]))
+    assert spans(iconn)[1:] == [("b", 0, 1, 2, 2 * low), ("c", 0, 0, 1, 1)]

@@ -240,6 +240,26 @@ def test_the_longest_session_is_kept(clicks):
     assert (stats.longest_key, stats.longest, stats.open) == ("a", 8 * S, 2)
 
 
+def test_of_sessions_equally_long_the_longest_is_the_smallest_key_and_start(sconn):
+    """Whatever the statements the events come in, and in whatever order: sessions of 2 s of
+    b (at 100 and 200) and of a (at 300), each alone or all at once, name a's; and b's two of 0 s
+    in one statement name the one at 100, as two statements of its events do."""
+    def longest(chunks):
+        sconn.execute(CLEAN)
+        sessions.define(sconn, sessions.SessionDef("g", GAP, 1000 * S, timedelta(hours=1)))
+        with sconn.transaction():
+            for chunk in chunks:
+                insert_events(sconn, [Event(k, 1, at(t)) for k, t in chunk], PARTS)
+        stats = sessions.stats(sconn)
+        return stats.longest_key, (stats.longest_start - T0) / S, stats.longest
+
+    b1, b2, a = [("b", 100), ("b", 102)], [("b", 200), ("b", 202)], [("a", 300), ("a", 302)]
+    assert longest([b1, b2, a]) == longest([a, b2, b1]) == longest([b2 + a + b1]) == \
+        ("a", 300, 2 * S)
+    assert longest([[("b", 200), ("b", 100)]]) == longest([[("b", 200)], [("b", 100)]]) == \
+        ("b", 100, 0 * S)
+
+
 @pytest.mark.parametrize(
     ("gap", "grace", "retention", "message"),
     [

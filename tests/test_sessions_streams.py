@@ -214,3 +214,16 @@ def test_following_a_declared_streams_sessions_wakes_on_its_inserts(both, small_
     woke = next(found)  # waits for the stream's insert signal; StopIteration past the deadline
     writer.join()
     assert (woke.session.key, woke.session.n, woke.session.total) == ("a", 2, 3)
+
+
+def test_a_declared_streams_window_status_is_the_one_events_gives_for_the_same_rows(both):
+    """Stream time is the newest second holding events, and an event late only for a session
+    window is in the windows, so not counted late -- for events and a declared stream alike."""
+    from slidewin.client.answers.windows import completeness
+
+    feed(both, [("a", 1, at(0.25)), ("a", 2, at(40.75))])
+    feed(both, [("a", 3, at(30.5))])  # late for both session windows (30.5 < 40.75 - 5)
+    assert sessions.stats(both, "vs").late == sessions.stats(both, "ev").late == 1
+    got = completeness(both, "visits", at(0), at(60))
+    assert got == completeness(both, "events", at(0), at(60))
+    assert (got.stream_time, got.late) == (at(40), 0)

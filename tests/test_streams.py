@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from slidewin.client.cli.root import cli
-from slidewin.db import streams
+from slidewin.db import streams, windows
 from slidewin.db.errors import ProcedureError
 from slidewin.db.streams import Column
 from tests.conftest import T0
@@ -384,6 +384,12 @@ def test_the_cli_declares_lists_shows_alters_queries_and_drops(
                 "--measure", "temp", "--measure", "amount", "--history", "1h", "--json")
     assert added.exit_code == 0, added.output
     assert json.loads(added.stdout)["measures"] == ["temp", "amount"]
+    for what, want in (("count", 0), ("sum", None), ("max", None)):  # none yet: as for events
+        for stream in ("events", "sensors"):
+            got = run(runner_env, "query", what, "--stream", stream, "--measure",
+                      "val" if stream == "events" else "amount", "--seconds", "60",
+                      "--relative-to", "stream", "--json")
+            assert json.loads(got.stdout)["value"] == want, (what, stream, got.output)
     conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, temp, amount) VALUES "
                  "('a', %s, 1.5, 2.25), ('b', %s, 2.5, 1.00)", (at(1), at(2)))
     listed = json.loads(run(runner_env, "streams", "list", "--json").stdout)
@@ -543,6 +549,27 @@ def test_count_windows_and_lookups_of_a_declared_stream(
     current = run(runner_env, "windows", "current", "--stream", "sensors", "--size", "10s",
                   "--relative-to", at(7).isoformat(), "--json")
     assert [w["sum"] for w in json.loads(current.stdout)["windows"]] == [45]
+
+
+def test_count_windows_of_a_stream_holding_fewer_events_than_rows_are_the_events_ones(
+    conn: psycopg.Connection,
+) -> None:
+    """Every window that fits in the newest ``rows`` and holds an event, the last ones short, as
+    slidewin.count_windows gives them for events -- not only the whole windows, and not one
+    short window or none depending on how the shortfall divides by the advance."""
+    define(conn, vtype="bigint")
+    insert(conn, "sensors", [("s", at(i), i) for i in range(1, 6)])  # 5 events: 5, 4, ... 1
+    for i in range(1, 6):
+        conn.execute("SELECT slidewin.insert_event('s', %s, %s)", (i, at(i)))
+    for size, advance, rows in ((3, 1, 10), (3, 2, 10), (4, 4, 12), (6, 2, 8), (7, 1, 7)):
+        got = streams.count_windows(conn, "sensors", size, advance, rows)
+        want = windows.count_windows(conn, size, advance, rows)
+        assert [(w.number, w.n, w.total, w.vmin, w.vmax) for w in got] == \
+            [(w.number, w.n, w.total, w.vmin, w.vmax) for w in want], (size, advance, rows)
+    assert [(w.number, w.n, w.total) for w in streams.count_windows(conn, "sensors", 3, 2, 10)
+            ] == [(1, 3, 12), (2, 3, 6), (3, 1, 1)]  # 5+4+3, 3+2+1, 1
+    keyed = streams.count_windows(conn, "sensors", 4, 4, 12, key="s")
+    assert [(w.number, w.n, w.total) for w in keyed] == [(1, 4, 14), (2, 1, 1)]
 
 
 def waiting_for_a_lock(conn: psycopg.Connection) -> int:

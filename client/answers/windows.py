@@ -84,8 +84,9 @@ def query(conn: psycopg.Connection, what: str, seconds: int, relative_to: str = 
                   "sum": result.total, "count": result.n}
         return QueryAnswer(what, seconds, relative_to, end, values[what], result.n, stream)
     newest = clock.utc_now() if relative_to == "now" else streams.newest_second(conn, stream)
-    if newest is None:
-        return QueryAnswer(what, seconds, relative_to, None, None, 0, stream)
+    if newest is None:  # no events: as for events, a count of 0 and no other figure
+        return QueryAnswer(what, seconds, relative_to, None, 0 if what == "count" else None, 0,
+                           stream)
     last = newest.replace(microsecond=0)
     found = streams.summary(conn, stream, last - timedelta(seconds=seconds - 1),
                             last + timedelta(seconds=1), measure)

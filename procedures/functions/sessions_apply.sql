@@ -15,7 +15,9 @@
 --      sessions it absorbed are deleted and kept as tombstones. Islands of keys with no stored
 --      session nearby are sessions as they are: only the others are grouped;
 --   3. the definition's stream time, version, merges, events and sessions created, and longest
---      session (the time spent is added by the callers, who also find the islands).
+--      session (the time spent is added by the callers, who also find the islands): of equal
+--      lengths the smaller (key, start), so the one named does not depend on the order of the
+--      islands or on how the events were split into statements, chunks and calls.
 --
 -- Why a final session never changes: it ends before stream time - gap - grace, and an event
 -- that could join it (at most the gap after it) would be older than stream time - grace, which
@@ -43,6 +45,7 @@ DECLARE
     v_long_key   text;
     v_long_start timestamptz;
     v_long_end   timestamptz;
+    v_longer     boolean;
 BEGIN
     IF v_def.id IS NULL OR coalesce(cardinality(p_uuid), 0) = 0 THEN
         RETURN 0;
@@ -126,23 +129,21 @@ BEGIN
            (SELECT max(i.e) FROM islands i), (SELECT sum(i.n) FROM islands i), l.uuid, l.s, l.e
       FROM (SELECT 1) AS one
       LEFT JOIN LATERAL (SELECT m.uuid, m.s, m.e FROM merged m
-                          ORDER BY m.e - m.s DESC, m.uuid LIMIT 1) AS l ON true
+                          ORDER BY m.e - m.s DESC, m.uuid, m.s LIMIT 1) AS l ON true
       INTO v_written, v_created, v_merges, v_newest, v_events, v_long_key, v_long_start,
            v_long_end;
+    -- v_def is the row locked by session_begin, as every earlier call of the transaction left it
+    v_longer := v_long_key IS NOT NULL AND (v_def.longest_end IS NULL
+        OR (v_long_end - v_long_start, v_def.longest_key, v_def.longest_start)
+           > (v_def.longest_end - v_def.longest_start, v_long_key, v_long_start));
     UPDATE slidewin.session_defs d
        SET stream_ts = CASE WHEN d.stream_ts IS NULL THEN v_newest
                             ELSE greatest(d.stream_ts, v_newest) END,
            version = d.version + 1, merges = d.merges + v_merges,
            events = d.events + v_events, created = d.created + v_created,
-           longest_key = CASE WHEN v_long_key IS NOT NULL AND (d.longest_end IS NULL
-                                   OR v_long_end - v_long_start > d.longest_end - d.longest_start)
-                              THEN v_long_key ELSE d.longest_key END,
-           longest_start = CASE WHEN v_long_key IS NOT NULL AND (d.longest_end IS NULL
-                                   OR v_long_end - v_long_start > d.longest_end - d.longest_start)
-                                THEN v_long_start ELSE d.longest_start END,
-           longest_end = CASE WHEN v_long_key IS NOT NULL AND (d.longest_end IS NULL
-                                   OR v_long_end - v_long_start > d.longest_end - d.longest_start)
-                              THEN v_long_end ELSE d.longest_end END
+           longest_key = CASE WHEN v_longer THEN v_long_key ELSE d.longest_key END,
+           longest_start = CASE WHEN v_longer THEN v_long_start ELSE d.longest_start END,
+           longest_end = CASE WHEN v_longer THEN v_long_end ELSE d.longest_end END
      WHERE d.id = v_def.id;
     RETURN v_written;
 END

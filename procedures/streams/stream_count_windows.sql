@@ -1,7 +1,8 @@
 -- slidewin.stream_count_windows(stream, measure, size, advance, rows, key): count windows over
 -- the newest `rows` events of a declared stream (of one key with p_key) in (time, key) order,
 -- newest first, as slidewin.count_windows for the built-in stream: window 1 holds the newest
--- `size` events, window k starts (k - 1) * advance events further back; only whole windows.
+-- `size` events, window k starts (k - 1) * advance events further back; only windows that fit
+-- in `rows`, and a stream (or key) holding fewer events gives shorter windows (n < size).
 -- Columns: window_no, its oldest and newest event time, rows n, values cnt, total, min, max,
 -- avg (as slidewin.stream_hopping's). Reads the newest `rows` rows through the time index (the
 -- key's primary-key range with p_key), never the table; the work is bounded before anything is
@@ -57,10 +58,11 @@ BEGIN
         '         head AS (PARTITION BY q.blk ORDER BY q.rn ROWS UNBOUNDED PRECEDING)), '
         'r AS (SELECT h.*, min(h.mv) OVER tail AS tmin, max(h.mv) OVER tail AS tmax FROM h '
         '  WINDOW tail AS (PARTITION BY h.blk ORDER BY h.rn DESC ROWS UNBOUNDED PRECEDING)), '
-        -- window no covers rn (no - 1) * advance + 1 .. + size, of the rows there are
+        -- window no covers rn (no - 1) * advance + 1 .. + size, of the rows there are: every
+        -- window that fits in `rows` and holds a row (the join on first_rn drops the others)
         'w AS (SELECT g AS no, (g - 1) * $4 + 1 AS first_rn, '
         '  least((g - 1) * $4 + $3, (SELECT count(*) FROM e)) AS last_rn '
-        '  FROM generate_series(1, ((SELECT count(*) FROM e)::integer - $3) / $4 + 1) AS g), '
+        '  FROM generate_series(1, ($1 - $3) / $4 + 1) AS g), '
         'a AS (SELECT w.no, l.t AS t_old, f.t AS t_new, l.rn - f.rn + 1 AS n, '
         '  coalesce(l.pv - f.pv + f.isv, 0) AS cnt, '
         '  coalesce(l.pfin, 0) - coalesce(f.pfin, 0) + coalesce(f.fin, 0) AS fin, '
