@@ -74,7 +74,7 @@ KNOWN: dict[tuple[str, str], str] = {
         "join_exact", "join_show", "join_since", "stream_buckets", "stream_count_windows",
         "stream_pieces", "stream_sliding")},
     **{(fn, SANITIZED): COMPOSED for fn in (
-        "join_exact", "join_index", "join_show", "join_since", "join_tables",
+        "join_exact", "join_index", "join_show", "join_since", "join_tables", "key_index",
         "stream_add_column",
         "stream_buckets", "stream_count_windows")},
     ("count_windows", SANITIZED): "composed with format() of the partition tables' own names "

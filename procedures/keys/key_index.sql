@@ -41,7 +41,7 @@ BEGIN
          WHERE i.indexrelid = to_regclass(v_ix);
         IF v_have IS DISTINCT FROM v_cols THEN
             IF v_have IS NOT NULL THEN  -- built before the stream's measures changed
-                EXECUTE format('DROP INDEX %s', v_ix);
+                EXECUTE format('DROP INDEX %I.%I', v_at.schema_name, v_at.index_name);
             END IF;
             SELECT coalesce(' INCLUDE (' || string_agg(format('%I', u.m), ', ' ORDER BY u.o)
                             || ')', '')
@@ -51,7 +51,7 @@ BEGIN
                            v_incl);
         END IF;
     ELSIF NOT p_on THEN
-        EXECUTE format('DROP INDEX IF EXISTS %s', v_ix);
+        EXECUTE format('DROP INDEX IF EXISTS %I.%I', v_at.schema_name, v_at.index_name);
     END IF;
     RETURN to_regclass(v_ix) IS NOT NULL;
 END
