@@ -305,12 +305,10 @@ def count_windows(conn: psycopg.Connection, size: int, advance: int | None = Non
                   rows: int | None = None, *, key: str | None = None, stream: str = BUILTIN,
                   measure: str | None = None) -> CountWindows:
     is_declared = declared(stream, measure)
-    if key is not None and not is_declared:
-        raise ConfigError("--key on count windows needs a declared stream (--stream NAME)")
     try:
         found = (streams.count_windows(conn, stream, size, advance, rows, measure=measure,
                                        key=key)
-                 if is_declared else windows.count_windows(conn, size, advance, rows))
+                 if is_declared else windows.count_windows(conn, size, advance, rows, key=key))
     except ProcedureError as exc:
         raise named(exc) from None
     return CountWindows(size, advance, rows, stream, found)
