@@ -151,7 +151,8 @@ def test_cli_key_option_and_key_index(sconn, small_store_dsn, monkeypatch):
     counted = runner.invoke(cli, ["windows", "rows", "--size", "2", "--rows", "3", "--advance",
                                   "1", "--key", "a", "--json"])
     assert counted.exit_code == 0, counted.output
-    assert [(w["n"], w["sum"]) for w in json.loads(counted.stdout)["windows"]] == [(2, 8), (2, 4)]
+    body = json.loads(counted.stdout)
+    assert body["key"] == "a" and [(w["n"], w["sum"]) for w in body["windows"]] == [(2, 8), (2, 4)]
     on = runner.invoke(cli, ["windows", "key-index", "enable", "--json"])
     assert on.exit_code == 0 and json.loads(on.stdout) == {"key_index": True}
     assert "key index on" in runner.invoke(cli, ["windows", "key-index"]).output

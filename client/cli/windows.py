@@ -463,7 +463,7 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
                                              measure=measure, key=key)
                   if declared else windows.open_count_windows(conn, size, advance, rows_,
                                                               key=key)) as found:
-                _print_rows(found, size, advance, rows_, limit, declared, stream, as_json)
+                _print_rows(found, size, advance, rows_, limit, declared, stream, key, as_json)
         except ProcedureError as exc:
             raise named(exc) from None
         except WindowTimeout as exc:
@@ -472,10 +472,11 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
 
 def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None,
                 rows_: int | None, limit: int | None, declared: bool, stream: str,
-                as_json: bool) -> None:
+                key: str | None, as_json: bool) -> None:
     if as_json:
         emit_json_items({"kind": "rows", "size": size, "advance": advance or size,
                          "rows": rows_ or size, **({"stream": stream} if declared else {}),
+                         **({} if key is None else {"key": key}),
                          **({} if limit is None else {"limit": limit})}, "windows", (
                              {"number": w.number, "start": w.start.isoformat(),
                               "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
@@ -483,7 +484,8 @@ def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None
                              for w in found))
         return
     click.echo(f"count windows of {size} events every {advance or size} over the newest "
-               f"{rows_ or size}: {found.count()} windows")
+               f"{rows_ or size}{'' if key is None else f' of key {key}'}: {found.count()} "
+               "windows")
     for w in found:
         click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
                    f"{_cell(number(w.total)):>14}  {_cell(num(w.vmin)):>8}  "
