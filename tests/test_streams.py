@@ -395,6 +395,37 @@ def test_a_row_limit_keeps_the_newest_rows_in_bounded_chunks_with_exact_rollups(
     assert_exact(conn, "sensors", True)
 
 
+def stream_reads(conn: psycopg.Connection, name: str) -> tuple[int, int]:
+    """(times a partition of the stream was read whole, rows fetched through its indexes): the
+    server's counters, flushed to be read at once (PostgreSQL 15+)."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute("SELECT sum(seq_scan), sum(idx_tup_fetch) FROM pg_stat_user_tables "
+                       "WHERE schemaname = 'slidewin_streams' AND relname LIKE %s",
+                       (f"{name}#%",)).fetchone()
+    return int(row[0]), int(row[1])
+
+
+@pytest.mark.parametrize("limit", ["history", "max_rows"])
+def test_a_large_chunk_reads_its_victims_by_the_primary_key_never_a_partition_whole(
+    conn: psycopg.Connection, limit: str
+) -> None:
+    """40,000 rows in 4 partitions, a chunk of 10,000: on paper a hash join over every partition
+    read whole is the cheaper delete; the nibble finds each victim by its primary key instead,
+    so its cost follows the chunk, not the table."""
+    define(conn, vtype="bigint", partitions=4,
+           **({"history": 10 * S} if limit == "history" else {"max_rows": 1000}))
+    conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, v) SELECT 's' || (g %% 500), "
+                 "%s + g * interval '10 ms', g FROM generate_series(1, 40000) g", (at(0),))
+    conn.execute("VACUUM ANALYZE slidewin_streams.sensors")
+    before = stream_reads(conn, "sensors")
+    assert streams.nibble(conn, "sensors", at(1000), chunk=10_000) == 10_000
+    after = stream_reads(conn, "sensors")
+    assert after[0] == before[0], "a partition was read whole"
+    assert after[1] - before[1] <= 2 * 10_000 + 100
+    assert conn.execute("SHOW enable_seqscan").fetchone() == ("on",)
+
+
 def test_a_row_limit_and_a_history_both_hold(conn: psycopg.Connection) -> None:
     """Rows every half second over 50 s, history 30 s and at most 50 rows: at 40 s the row limit
     is the tighter (50 rows stay, not 60), at 60 s the history (40 rows stay, not 50)."""

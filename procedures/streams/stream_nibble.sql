@@ -29,6 +29,8 @@ DECLARE
     v_cut    timestamptz;
     v_keep   timestamptz;
     v_oldest text;
+    v_plan   text[] := ARRAY[current_setting('enable_seqscan'), current_setting('enable_hashjoin'),
+                             current_setting('enable_mergejoin')];
 BEGIN
     IF p_now IS NULL OR p_chunk IS NULL OR p_chunk < 1 THEN
         RAISE EXCEPTION 'now and a chunk of 1 or more are required (got %, %)', p_now, p_chunk
@@ -65,11 +67,19 @@ BEGIN
     -- stream refuses deletes by hand (slidewin.joins_refuse_change): this one deletes only what
     -- W has passed, and says so for its own statement
     PERFORM set_config('slidewin.retention_stream', v_s.name, true);
+    -- each victim found by its primary key, whatever the costs say: for a large chunk a hash
+    -- join over every partition read whole looks cheaper on paper, and grows with the table
+    PERFORM set_config('enable_seqscan', 'off', true);
+    PERFORM set_config('enable_hashjoin', 'off', true);
+    PERFORM set_config('enable_mergejoin', 'off', true);
     EXECUTE format(
         'WITH gone AS (DELETE FROM slidewin_streams.%1$I t USING (%4$s) d '
         'WHERE t.%2$I = d.k AND t.%3$I = d.ts RETURNING t.%3$I) SELECT count(*) FROM gone',
         v_s.name, v_s.key_column, v_s.time_column, v_oldest)
     INTO v_total USING v_keep, p_chunk, v_excess, v_cut;
+    PERFORM set_config('enable_seqscan', v_plan[1], true);
+    PERFORM set_config('enable_hashjoin', v_plan[2], true);
+    PERFORM set_config('enable_mergejoin', v_plan[3], true);
     PERFORM set_config('slidewin.retention_stream', '', true);
     PERFORM slidewin.counter_add('retention_deleted', jsonb_build_object('stream', v_s.name),
                                  v_total);
