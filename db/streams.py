@@ -80,6 +80,7 @@ class Stream:
     grace: timedelta = timedelta(0)
     builtin: bool = False
     is_table: bool = False  # versioned rows by key, every version kept (no history)
+    max_rows: int | None = None  # the row limit retention keeps besides the history
 
     @property
     def table(self) -> sql.Composed:
@@ -104,7 +105,7 @@ def _stream(row: dict[str, Any]) -> Stream:
         ),
         measures=tuple(row["measures"]), keep_extra=row["keep_extra"],
         partitions=row["partitions"], history=row["history"], grace=row["grace"],
-        builtin=row["builtin"], is_table=row["is_table"],
+        builtin=row["builtin"], is_table=row["is_table"], max_rows=row["max_rows"],
     )
 
 
@@ -134,16 +135,20 @@ def define(
     conn: psycopg.Connection, name: str, *, key: str, time: str, columns: Sequence[Column],
     measures: Sequence[str] = (), keep_extra: bool = False, partitions: int = 4,
     history: timedelta | None = None, grace: timedelta = timedelta(0), is_table: bool = False,
+    max_rows: int | None = None,
 ) -> Stream:
     """Declare a stream and create its tables (``slidewin.stream_define``), in one transaction.
-    ``is_table``: a table -- versioned rows by key, every version kept, so no ``history``."""
-    check_retention(history, grace, is_table=is_table)
+    ``is_table``: a table -- versioned rows by key, every version kept, so no ``history``.
+    ``max_rows``: the row limit -- retention keeps the newest ``max_rows`` rows, besides the
+    ``history`` (both hold when both are given)."""
+    check_retention(history, grace, is_table=is_table, max_rows=max_rows)
     cols = json.dumps([{"name": c.name, "type": c.type, "required": c.required} for c in columns])
     with procedure_errors(), conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
-            "SELECT * FROM slidewin.stream_define(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s)",
+            "SELECT * FROM slidewin.stream_define(%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, "
+            "%s)",
             (name, key, time, cols, list(measures), keep_extra, partitions, history, grace,
-             is_table),
+             is_table, max_rows),
         ).fetchone()
     assert row is not None
     return _stream(row)
@@ -170,13 +175,21 @@ def add_measure(conn: psycopg.Connection, name: str, column: str) -> Stream:
 
 
 def check_retention(history: timedelta | None, grace: timedelta | None, *,
-                    is_table: bool = False) -> None:
+                    is_table: bool = False, max_rows: int | None = None) -> None:
     """ConfigError unless ``history`` (None: forever) is more than 0 and ``grace`` 0 or more,
     each at most db.limits.MAX_DURATION, and history is at least grace + 1 s (KIP-428:
     retention >= size + grace, and a window is at least 1 s: a shorter history would refuse
     every window of the stream); a table (``is_table``) has no history at all: it keeps every
-    version, so that an as-of answer final once stays so. The SQL twin:
-    ``slidewin.stream_check_retention``."""
+    version, so that an as-of answer final once stays so, and no row limit either; a row limit
+    (``max_rows``, None: none) is 1 or more. The SQL twin: ``slidewin.stream_check_retention``."""
+    if max_rows is not None:
+        if is_table:
+            raise ConfigError(f"--max-rows {max_rows}: a table (--table) keeps every version, "
+                              "with no retention; leave out --max-rows")
+        if max_rows < 1:
+            raise ConfigError(f"--max-rows must be 1 or more, got {max_rows}: a row limit of 0 "
+                              "would empty the stream; give the rows to keep (--max-rows 1M) or "
+                              "none for no row limit")
     if is_table and history is not None:
         raise ConfigError(
             f"--history {format_duration(history)}: a table (--table) keeps every version, with "
@@ -198,21 +211,23 @@ SMALLEST_WINDOW = timedelta(seconds=1)  # windows are read from per-second rollu
 
 def set_retention(
     conn: psycopg.Connection, name: str, *, history: timedelta | None, grace: timedelta | None,
-    forever: bool = False,
+    forever: bool = False, max_rows: int | None = None, no_row_limit: bool = False,
 ) -> Stream:
-    """Change a declared stream's history (None: keep; ``forever``: keep every event) and grace
-    (None: keep), in one statement, checked together (``check_retention``; the streams'
-    trigger checks again for a psql UPDATE)."""
+    """Change a declared stream's history (None: keep; ``forever``: keep every event), grace
+    (None: keep) and row limit (None: keep; ``no_row_limit``: none), in one statement, checked
+    together (``check_retention``; the streams' trigger checks again for a psql UPDATE)."""
     now = get_stream(conn, name)
     new_history = None if forever else (history if history is not None else now.history)
+    new_rows = None if no_row_limit else (max_rows if max_rows is not None else now.max_rows)
     check_retention(new_history, grace if grace is not None else now.grace,
-                    is_table=now.is_table)
+                    is_table=now.is_table, max_rows=new_rows)
     with procedure_errors(), conn.transaction():
         conn.execute(
             "UPDATE slidewin.streams SET history = CASE WHEN %(forever)s THEN NULL "
-            "ELSE coalesce(%(history)s, history) END, grace = coalesce(%(grace)s, grace) "
-            "WHERE name = %(name)s",
-            {"forever": forever, "history": history, "grace": grace, "name": name})
+            "ELSE coalesce(%(history)s, history) END, grace = coalesce(%(grace)s, grace), "
+            "max_rows = %(max_rows)s WHERE name = %(name)s",
+            {"forever": forever, "history": history, "grace": grace, "max_rows": new_rows,
+             "name": name})
     return get_stream(conn, name)
 
 
@@ -226,7 +241,8 @@ def drop(conn: psycopg.Connection, name: str) -> int:
 
 
 def nibble(conn: psycopg.Connection, name: str, now: datetime, chunk: int = 10_000) -> int:
-    """One bounded retention step of a declared stream; the rows deleted (0: nothing is due)."""
+    """One bounded retention step of a declared stream -- at most ``chunk`` of its oldest rows
+    past its history or its row limit; the rows deleted (0: nothing is due)."""
     with procedure_errors():
         row = conn.execute(
             "SELECT slidewin.stream_nibble(%s, %s, %s)", (name, now, chunk)
@@ -398,6 +414,7 @@ def stream_status(conn: psycopg.Connection, name: str | None = None) -> list[dic
             "retired_through": _iso(extra[1]), "dead_letters": int(extra[2]),
             "bytes": int(extra[3]),
             "history_s": None if s.history is None else s.history.total_seconds(),
+            "max_rows": s.max_rows,
         })
     return out
 

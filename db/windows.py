@@ -146,16 +146,18 @@ def current(
 
 
 def count_windows(
-    conn: psycopg.Connection, size: int, advance: int | None = None, rows: int | None = None
+    conn: psycopg.Connection, size: int, advance: int | None = None, rows: int | None = None,
+    *, key: str | None = None,
 ) -> list[CountWindow]:
     """Windows of ``size`` events every ``advance`` events over the newest ``rows`` events
-    (defaults: tumbling, one window: the last ``size`` events)."""
+    (defaults: tumbling, one window: the last ``size`` events); of ``key``'s events alone when
+    given (bounded by its rows with the key index, ``db.key_windows.set_index``)."""
     check_window_events(size, advance, rows)
     with procedure_errors():
         found = conn.execute(
             "SELECT window_no, window_start, window_end, n, total, vmin, vmax, avg "
-            "FROM slidewin.count_windows(%s, %s, %s)",
-            (size, advance, rows),
+            "FROM slidewin.count_windows(%s, %s, %s, %s)",
+            (size, advance, rows, key),
         ).fetchall()
     return [CountWindow(*row) for row in found]
 
@@ -180,12 +182,12 @@ def open_series(
 
 def open_count_windows(
     conn: psycopg.Connection, size: int, advance: int | None = None, rows: int | None = None,
-    *, timeout: timedelta | None = TIMEOUT,
+    *, key: str | None = None, timeout: timedelta | None = TIMEOUT,
 ) -> AbstractContextManager[Rows[CountWindow]]:
     """``count_windows``, streamed through a server-side cursor (see ``open_series``)."""
     check_window_events(size, advance, rows)
     return streamed(conn, "SELECT window_no, window_start, window_end, n, total, vmin, vmax, avg "
-                    "FROM slidewin.count_windows(%s, %s, %s)", (size, advance, rows),
+                    "FROM slidewin.count_windows(%s, %s, %s, %s)", (size, advance, rows, key),
                     lambda row: CountWindow(*row), timeout=timeout)
 
 

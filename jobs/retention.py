@@ -206,12 +206,13 @@ def expire_sessions(conn: psycopg.Connection, chunk: int, max_rounds: int = 1000
 def nibble_streams(
     conn: psycopg.Connection, now: datetime, chunk: int, max_rounds: int = 1000
 ) -> dict[str, int]:
-    """Each declared stream with a history: its events older than ``now`` - history, in calls of
-    at most ``chunk`` rows (``db.streams.nibble``, each committing on its own), while a call
-    fills its chunk; the rows deleted per stream (streams with nothing due left out)."""
+    """Each declared stream with a history or a row limit: its events older than ``now`` -
+    history or beyond its newest ``max_rows``, in calls of at most ``chunk`` rows
+    (``db.streams.nibble``, each committing on its own), while a call fills its chunk; the rows
+    deleted per stream (streams with nothing due left out)."""
     deleted: dict[str, int] = {}
     for stream in streams.list_streams(conn, declared_only=True):
-        if stream.history is None:
+        if stream.history is None and stream.max_rows is None:
             continue
         for _ in range(max_rounds):
             n = streams.nibble(conn, stream.name, now, chunk)

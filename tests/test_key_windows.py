@@ -72,6 +72,59 @@ def test_a_key_without_events_and_bad_input(kconn):
         key_windows.hopping(kconn, "a", 10 * S, 20 * S, at(0), at(30))
 
 
+def test_count_windows_of_one_key_are_its_newest_events(kconn):
+    """a's events newest first: 5 (12 s), 3 (9.5 s), 1 (0 s); b's never count."""
+    def rows(found):
+        return [(w.number, (w.start - T0) / S, (w.end - T0) / S, w.n, int(w.total), w.vmin,
+                 w.vmax) for w in found]
+
+    assert rows(windows.count_windows(kconn, 2, 1, 3, key="a")) == [
+        (1, 9.5, 12, 2, 8, 3, 5), (2, 0, 9.5, 2, 4, 1, 3)]
+    assert rows(windows.count_windows(kconn, 2, key="a")) == [(1, 9.5, 12, 2, 8, 3, 5)]
+    # fewer events than the window: all of them, one short window (as without a key)
+    assert rows(windows.count_windows(kconn, 5, key="b")) == [(1, 3, 25, 3, 12, 2, 6)]
+    assert rows(windows.count_windows(kconn, 2, 2, 6, key="b")) == [
+        (1, 10, 25, 2, 10, 4, 6), (2, 3, 3, 1, 2, 2, 2)]
+    assert windows.count_windows(kconn, 2, key="nobody") == []
+    with pytest.raises(ProcedureError, match="key must be 1 to 200 characters"):
+        windows.count_windows(kconn, 2, key="")
+
+
+def test_count_windows_of_one_key_read_its_newest_rows_through_the_key_index(sconn):
+    """20,000 events of 50 keys: with the key index a key's count windows read that key's newest
+    rows alone (the index's tuples, no partition read whole, not its primary key); they are the
+    same without it."""
+    sconn.execute("INSERT INTO slidewin.events (part, uuid, val, ts) "
+                  "SELECT slidewin.partition_of('k' || (g %% 50)), 'k' || (g %% 50), g, "
+                  "%s + g * interval '0.1 s' FROM generate_series(0, 19999) g", (at(0),))
+    sconn.execute("ANALYZE slidewin.events")
+    want = windows.count_windows(sconn, 10, 5, 100, key="k7")
+    assert [(w.number, w.n, int(w.total)) for w in want[:2]] == [
+        (1, 10, sum(19957 - 50 * i for i in range(10))),
+        (2, 10, sum(19707 - 50 * i for i in range(10)))]
+    key_windows.set_index(sconn, True)
+    sconn.execute("ANALYZE slidewin.events")
+    before = event_counters(sconn)
+    assert windows.count_windows(sconn, 10, 5, 100, key="k7") == want
+    read = {name: n - before[name] for name, n in event_counters(sconn).items()
+            if n > before[name]}
+    key_windows.set_index(sconn, False)
+    assert read and all(name.startswith("tuples ") and "uuid_ts" in name for name in read), read
+    assert sum(read.values()) <= 100 + store_fixtures.PARTS, read
+
+
+def event_counters(conn):
+    """Per partition of events: how often it was read whole, and the tuples each of its indexes
+    gave (the server's counters, flushed to be read at once: PostgreSQL 15+)."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    return {name: int(n) for name, n in conn.execute(
+        "SELECT 'seq ' || relname, seq_scan FROM pg_stat_user_tables "
+        " WHERE schemaname = 'slidewin' AND relname LIKE 'events_p%%' "
+        "UNION ALL SELECT 'tuples ' || indexrelname, idx_tup_read FROM pg_stat_user_indexes "
+        " WHERE schemaname = 'slidewin' AND relname LIKE 'events_p%%'").fetchall()}
+
+
 def test_the_index_is_used_once_enabled(sconn):
     assert key_windows.set_index(sconn, None) is False
     assert key_windows.set_index(sconn, True) is True
@@ -95,6 +148,11 @@ def test_cli_key_option_and_key_index(sconn, small_store_dsn, monkeypatch):
 
     doc = json.loads(result.stdout.strip().splitlines()[-1])
     assert doc["key"] == "a" and [w["n"] for w in doc["windows"]] == [2, 1]
+    counted = runner.invoke(cli, ["windows", "rows", "--size", "2", "--rows", "3", "--advance",
+                                  "1", "--key", "a", "--json"])
+    assert counted.exit_code == 0, counted.output
+    body = json.loads(counted.stdout)
+    assert body["key"] == "a" and [(w["n"], w["sum"]) for w in body["windows"]] == [(2, 8), (2, 4)]
     on = runner.invoke(cli, ["windows", "key-index", "enable", "--json"])
     assert on.exit_code == 0 and json.loads(on.stdout) == {"key_index": True}
     assert "key index on" in runner.invoke(cli, ["windows", "key-index"]).output

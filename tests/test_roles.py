@@ -302,6 +302,11 @@ def test_the_jobs_run_retention_and_insert_nothing(store: str, prefix: str) -> N
 
     with psycopg.connect(store, autocommit=True) as admin:
         put(admin, [("old", 1, at(-3600)), ("old", 2, at(-3599))])
+        # a row limit, which the jobs role keeps by the stream's rollups
+        streams.define(admin, "capped", key="c", time="ts", max_rows=3,
+                       columns=[Column("c", "text")])
+        admin.execute("INSERT INTO slidewin_streams.capped (c, ts) SELECT 'c' || i, "
+                      "%s + i * interval '1 s' FROM generate_series(1, 10) i", (at(0),))
     with psycopg.connect(login_dsn(store, prefix, "jobs"), autocommit=True) as conn:
         done = run_until_caught_up(conn, RetentionPolicy(history=30 * 60 * S, chunk=100),
                                    at(60))
@@ -320,7 +325,10 @@ def test_the_jobs_run_retention_and_insert_nothing(store: str, prefix: str) -> N
     with psycopg.connect(store, autocommit=True) as admin:
         assert admin.execute("SELECT count(*) FROM slidewin.events WHERE uuid = 'old'"
                              ).fetchone() == (0,)
+        assert admin.execute("SELECT array_agg(c ORDER BY ts) FROM slidewin_streams.capped"
+                             ).fetchone() == (["c8", "c9", "c10"],)
         assert_rollups_exact(admin)
+        streams.drop(admin, "capped")
 
 
 def test_db_roles_twice_and_db_init_after(store: str, prefix: str) -> None:

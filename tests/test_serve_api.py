@@ -159,6 +159,8 @@ SAME = [
     ("/api/v1/windows/rows?size=10", ["windows", "rows", "--size", "10"]),
     ("/api/v1/windows/rows?size=10&advance=5&rows=40",
      ["windows", "rows", "--size", "10", "--advance", "5", "--rows", "40"]),
+    ("/api/v1/windows/rows?size=3&advance=1&rows=6&key=k2",
+     ["windows", "rows", "--size", "3", "--advance", "1", "--rows", "6", "--key", "k2"]),
     ("/api/v1/windows/rows?size=5&stream=sensors&measure=hum&key=s1",
      ["windows", "rows", "--size", "5", "--stream", "sensors", "--measure", "hum",
       "--key", "s1"]),

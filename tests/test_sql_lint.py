@@ -76,7 +76,7 @@ KNOWN: dict[tuple[str, str], str] = {
     **{(fn, SANITIZED): COMPOSED for fn in (
         "join_exact", "join_index", "join_show", "join_since", "join_tables", "key_index",
         "stream_add_column",
-        "stream_buckets", "stream_count_windows")},
+        "stream_buckets", "stream_count_windows", "stream_nibble")},
     ("count_windows", SANITIZED): "composed with format() of the partition tables' own names "
                                   "and integer arguments; no user text reaches it",
     **{(fn, SANITIZED): STORED for fn in (

@@ -20,8 +20,9 @@ from psycopg import sql
 
 from slidewin.client.cli.root import cli
 from slidewin.db import streams, windows
-from slidewin.db.errors import ProcedureError
+from slidewin.db.errors import ConfigError, ProcedureError
 from slidewin.db.streams import Column
+from slidewin.jobs.retention import nibble_streams
 from tests.conftest import T0
 from tests.waiting import wait_until
 
@@ -359,6 +360,109 @@ def test_the_nibble_is_bounded_and_marks_windows_partial(conn: psycopg.Connectio
         streams.windows(conn, "sensors", "tumbling", size=60 * S, start=at(0), end=at(60))
 
 
+def newest(conn: psycopg.Connection, name: str, n: int) -> list[tuple[str, datetime, Any]]:
+    """The newest ``n`` rows of a stream in (time, key) order -- what a row limit of n keeps."""
+    rows = sorted(raw(conn, name), key=lambda r: (r[1], r[0]))
+    return sorted(rows[len(rows) - n:])
+
+
+def test_a_row_limit_keeps_the_newest_rows_in_bounded_chunks_with_exact_rollups(
+    conn: psycopg.Connection,
+) -> None:
+    """100 rows of 4 keys, three to a second (at the same time: the key breaks the tie), a row
+    limit of 20: the nibbles delete 7 rows a call at most, the 80 oldest in (time, key) order --
+    second 26 split between them -- and the rollups are the rows' after every call."""
+    define(conn, max_rows=20)
+    rng = random.Random(5)
+    insert(conn, "sensors", [(f"s{i % 4}", at(i // 3), rng.uniform(-50, 50))
+                             for i in range(100)])
+    want = newest(conn, "sensors", 20)
+    deleted = []
+    while (n := streams.nibble(conn, "sensors", at(1000), chunk=7)) > 0:
+        deleted.append(n)
+        assert_exact(conn, "sensors", True)
+    assert deleted == [7] * 11 + [3] and sorted(raw(conn, "sensors")) == want
+    assert streams.row_count(conn, streams.get_stream(conn, "sensors")) == 20
+    # s0 and s2 of second 26 went, s3 stayed: that second is partial, the next one whole
+    found = streams.windows(conn, "sensors", "tumbling", size=S, start=at(25), end=at(28))
+    assert [(w.window_start, w.n, w.partial) for w in found] == [(at(26), 1, True),
+                                                                  (at(27), 3, False)]
+    # new rows: the retention job's call takes as many of the oldest, and no more
+    insert(conn, "sensors", [(f"n{i}", at(40), 1.0) for i in range(5)])
+    want = newest(conn, "sensors", 20)
+    assert nibble_streams(conn, at(1000), chunk=2) == {"sensors": 5}
+    assert sorted(raw(conn, "sensors")) == want
+    assert_exact(conn, "sensors", True)
+
+
+def stream_reads(conn: psycopg.Connection, name: str) -> tuple[int, int]:
+    """(times a partition of the stream was read whole, rows fetched through its indexes): the
+    server's counters, flushed to be read at once (PostgreSQL 15+)."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute("SELECT sum(seq_scan), sum(idx_tup_fetch) FROM pg_stat_user_tables "
+                       "WHERE schemaname = 'slidewin_streams' AND relname LIKE %s",
+                       (f"{name}#%",)).fetchone()
+    return int(row[0]), int(row[1])
+
+
+@pytest.mark.parametrize("limit", ["history", "max_rows"])
+def test_a_large_chunk_reads_its_victims_by_the_primary_key_never_a_partition_whole(
+    conn: psycopg.Connection, limit: str
+) -> None:
+    """40,000 rows in 4 partitions, a chunk of 10,000: on paper a hash join over every partition
+    read whole is the cheaper delete; the nibble finds each victim by its primary key instead,
+    so its cost follows the chunk, not the table."""
+    define(conn, vtype="bigint", partitions=4,
+           **({"history": 10 * S} if limit == "history" else {"max_rows": 1000}))
+    conn.execute("INSERT INTO slidewin_streams.sensors (sensor, ts, v) SELECT 's' || (g %% 500), "
+                 "%s + g * interval '10 ms', g FROM generate_series(1, 40000) g", (at(0),))
+    conn.execute("VACUUM ANALYZE slidewin_streams.sensors")
+    before = stream_reads(conn, "sensors")
+    assert streams.nibble(conn, "sensors", at(1000), chunk=10_000) == 10_000
+    after = stream_reads(conn, "sensors")
+    assert after[0] == before[0], "a partition was read whole"
+    assert after[1] - before[1] <= 2 * 10_000 + 100
+    assert conn.execute("SHOW enable_seqscan").fetchone() == ("on",)
+
+
+def test_a_row_limit_and_a_history_both_hold(conn: psycopg.Connection) -> None:
+    """Rows every half second over 50 s, history 30 s and at most 50 rows: at 40 s the row limit
+    is the tighter (50 rows stay, not 60), at 60 s the history (40 rows stay, not 50)."""
+    define(conn, vtype="bigint", history=30 * S, max_rows=50)
+    insert(conn, "sensors", [("s", at(i / 2), i) for i in range(100)])
+    assert nibble_streams(conn, at(40), chunk=1000) == {"sensors": 50}
+    assert sorted(t for _, t, _ in raw(conn, "sensors"))[0] == at(25)
+    assert nibble_streams(conn, at(60), chunk=1000) == {"sensors": 10}
+    assert sorted(t for _, t, _ in raw(conn, "sensors"))[0] == at(30)
+    assert nibble_streams(conn, at(60), chunk=1000) == {}
+    assert_exact(conn, "sensors", False)
+
+
+def test_a_row_limit_is_refused_below_one_on_a_table_and_on_events(
+    conn: psycopg.Connection,
+) -> None:
+    with pytest.raises(ConfigError, match="--max-rows must be 1 or more"):
+        define(conn, max_rows=0)
+    with pytest.raises(ConfigError, match="a table .* keeps every version"):
+        define(conn, is_table=True, max_rows=10)
+    define(conn)
+    assert streams.set_retention(conn, "sensors", history=None, grace=None,
+                                 max_rows=1000).max_rows == 1000
+    assert streams.set_retention(conn, "sensors", history=30 * S, grace=None).max_rows == 1000
+    assert streams.set_retention(conn, "sensors", history=None, grace=None,
+                                 no_row_limit=True).max_rows is None
+    # whoever writes the registry: psql too
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="1 or more"):
+        conn.execute("UPDATE slidewin.streams SET max_rows = 0 WHERE name = 'sensors'")
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="retention policy"):
+        conn.execute("UPDATE slidewin.streams SET max_rows = 10 WHERE name = 'events'")
+    define(conn, "prices", is_table=True)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="a table keeps every"):
+        conn.execute("UPDATE slidewin.streams SET max_rows = 10 WHERE name = 'prices'")
+    assert streams.nibble(conn, "prices", at(0)) == 0
+
+
 def test_final_follows_the_streams_own_watermark(conn: psycopg.Connection) -> None:
     define(conn, grace=2 * S)
     insert(conn, "sensors", [("a", at(1), 1.0), ("a", at(12), 2.0)])
@@ -425,6 +529,27 @@ def test_the_cli_declares_lists_shows_alters_queries_and_drops(
     assert run(runner_env, "streams", "drop", "sensors", "--yes").exit_code == 0
     bad = run(runner_env, "streams", "add", "x;drop", "--key", "k", "--time", "ts")
     assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1
+
+
+def test_the_cli_sets_shows_and_removes_a_row_limit(
+    runner_env: dict[str, str], conn: psycopg.Connection
+) -> None:
+    added = run(runner_env, "streams", "add", "sensors", "--key", "sensor", "--time", "ts",
+                "--column", "temp:double", "--measure", "temp", "--history", "1h",
+                "--max-rows", "1k", "--json")
+    assert added.exit_code == 0, added.output
+    assert json.loads(added.stdout)["max_rows"] == 1000
+    assert "history 3600s, max 1000 rows" in run(runner_env, "streams", "show", "sensors").stdout
+    status = json.loads(run(runner_env, "db", "status", "--stream", "sensors", "--json").stdout)
+    assert (status["history_s"], status["max_rows"]) == (3600, 1000)
+    assert "max rows 1000" in run(runner_env, "db", "status", "--stream", "sensors").stdout
+    altered = run(runner_env, "streams", "alter", "sensors", "--max-rows", "2M", "--json")
+    assert json.loads(altered.stdout)["max_rows"] == 2_000_000
+    bad = run(runner_env, "streams", "alter", "sensors", "--max-rows", "0")
+    assert bad.exit_code == 2 and "--max-rows must be 1 or more" in bad.output
+    removed = run(runner_env, "streams", "alter", "sensors", "--max-rows", "none", "--json")
+    assert json.loads(removed.stdout)["max_rows"] is None
+    assert streams.get_stream(conn, "sensors").history == timedelta(hours=1)
 
 
 def test_infer_prints_the_declaration_and_asks(

@@ -7,13 +7,14 @@ the watermark, (key, time) pairs stored again with other values, values from the
 range -- are written to both through their ingest sinks (``ingest.sink.write_batch`` for events,
 ``ingest.typed_sink.write_stream_batch`` for twin: their COPY paths, staging on a conflict, the
 stream time, the joins' watermark), and a side stream ``tags`` is fed between them. Retention
-runs with the same history, through the retention job's own calls, caught up. Then, at a pinned
-now, everything a user asks of a stream (``client.answers``: what the CLI and ``serve`` call,
-which dispatch to ``db.windows`` / ``db.key_windows`` or ``db.streams``) must be the same for
-both, refusals included: time windows of every kind, of every key and of each key alone, with
-their completeness; count windows; Faust's lookups; the ``query`` figures; a session window
-defined alike on each; and a join of each with ``tags`` -- whose results, once its watermark
-has passed every record, are also ``slidewin.join_exact``'s.
+runs with the same history and the same row limit (``--max-rows``: the events' policy, the
+twin's own), through the retention job's own calls, caught up. Then, at a pinned now,
+everything a user asks of a stream (``client.answers``: what the CLI and ``serve`` call, which
+dispatch to ``db.windows`` / ``db.key_windows`` or ``db.streams``) must be the same for both,
+refusals included: time windows of every kind, of every key and of each key alone, with their
+completeness; count windows, of every key and of each key alone; Faust's lookups; the ``query``
+figures; a session window defined alike on each; and a join of each with ``tags`` -- whose
+results, once its watermark has passed every record, are also ``slidewin.join_exact``'s.
 
 What the test leaves out, and why:
 
@@ -24,10 +25,14 @@ What the test leaves out, and why:
   the copy with the smallest ``val`` (``ingest.batch.dedup``) but a declared stream keeps the
   first (``ingest.typed.Parsed.take``, ``ON CONFLICT DO NOTHING``), so a batch holding
   ("a", 5, t) then ("a", 3, t) stores 5 in a declared stream and 3 in events.
-- Count windows of one key: only a declared stream has them (``answers.count_windows`` refuses
-  ``--key`` on events; ``slidewin.count_windows`` takes no key).
-- Row-count retention (``--max-rows``): only events has it (``slidewin.nibble``'s target;
-  ``slidewin.stream_nibble`` takes a history alone), so both are kept by history only.
+
+The row limit is drawn over a one-partition events store (the twin keeps its two partitions):
+the events' policy splits a store-wide row limit into per-partition targets from the rollups
+(``slidewin.retention_targets``, ``--split global``), which keep the newest rows to within one
+second -- of the boundary second each partition keeps a share in proportion to its rows there --
+while a declared stream's row limit is one ordered delete over all its partitions, exact to the
+row. With one partition the events' targets are exact too, and both keep the same rows. The
+three-partition store is kept by history alone.
 """
 
 from __future__ import annotations
@@ -119,12 +124,11 @@ def same_value_within_batch(batch_rows: list[Row]) -> list[Row]:
 
 
 def write_events(conn: psycopg.Connection, batch_id: int, batch_rows: list[Row],
-                 grace: timedelta) -> None:
+                 grace: timedelta, parts: int) -> None:
     """The built-in ingest's sink, given the rows Spark would hand it: deduplicated in the batch
-    (``copies``), the partition computed."""
+    (``copies``), the partition computed (of ``parts``)."""
     table = pa.table({
-        "part": pa.array([partition_of(k, store_fixtures.PARTS) for k, _, _ in batch_rows],
-                         pa.int16()),
+        "part": pa.array([partition_of(k, parts) for k, _, _ in batch_rows], pa.int16()),
         "uuid": pa.array([k for k, _, _ in batch_rows], pa.string()),
         "val": pa.array([v for _, v, _ in batch_rows], pa.int64()),
         "ts": pa.array([t for _, _, t in batch_rows], pa.timestamp("us", tz="UTC")),
@@ -150,8 +154,8 @@ def write_declared(conn: psycopg.Connection, name: str, batch_id: int,
 
 
 def write_all(conn: psycopg.Connection, batch_id: int, batch_rows: list[Row],
-              tag_rows: list[tuple[str, datetime]], grace: timedelta) -> None:
-    write_events(conn, batch_id, batch_rows, grace)
+              tag_rows: list[tuple[str, datetime]], grace: timedelta, parts: int) -> None:
+    write_events(conn, batch_id, batch_rows, grace, parts)
     write_declared(conn, TW, batch_id, [{"who": k, "amount": v, "at_ts": t}
                                          for k, v, t in batch_rows])
     if tag_rows:
@@ -159,10 +163,12 @@ def write_all(conn: psycopg.Connection, batch_id: int, batch_rows: list[Row],
                                                  for k, t in tag_rows])
 
 
-def retention(conn: psycopg.Connection, history: timedelta, chunk: int) -> None:
+def retention(conn: psycopg.Connection, history: timedelta | None, max_rows: int | None,
+              chunk: int) -> None:
     """The retention job's calls, caught up: events by the policy, the declared streams by their
-    own history, the sessions and the joins' results."""
-    done = run_until_caught_up(conn, RetentionPolicy(history=history, chunk=chunk), NOW)
+    own history and row limit, the sessions and the joins' results."""
+    done = run_until_caught_up(
+        conn, RetentionPolicy(history=history, max_rows=max_rows, chunk=chunk), NOW)
     assert done.caught_up
     nibble_streams(conn, NOW, chunk)
     expire_sessions(conn, chunk)
@@ -250,7 +256,7 @@ def _renamed(record: dict[str, Any] | None) -> tuple[tuple[str, Any], ...] | Non
 
 sizes = st.sampled_from([(1, 1), (3, 1), (7, 7), (10, 5), (10, 10), (30, 10), (60, 20),
                          (60, 60), (90, 30), (120, 60), (3600, 600), (3600, 3600)])
-setups = st.fixed_dictionaries({
+SETUP = {
     "grace_s": st.sampled_from([0, 5, 60]),  # the ingest's late rule: the watermark
     "history_s": st.sampled_from([None, 100, 200]),
     "chunk": st.integers(1, 7),
@@ -259,7 +265,10 @@ setups = st.fixed_dictionaries({
     "join": st.tuples(st.sampled_from(["inner", "left", "right", "full"]),
                       st.sampled_from([0, 2, 10]), st.sampled_from([0, 2, 10]),
                       st.sampled_from([0, 3])),  # type, before, after, grace
-})
+}
+setups = st.fixed_dictionaries({**SETUP, "max_rows": st.none()})
+# a row limit too, over a one-partition events store (the module docstring says why)
+setups_with_rows = st.fixed_dictionaries({**SETUP, "max_rows": st.sampled_from([None, 3, 10, 25])})
 questions = st.fixed_dictionaries({
     "spec": sizes,
     "range_s": st.tuples(st.integers(-120, SPAN_S), st.integers(1, SPAN_S + 120)),
@@ -270,15 +279,34 @@ questions = st.fixed_dictionaries({
 })
 
 
+@pytest.fixture(scope="module")
+def one_part_store_dsn(make_store: Callable[..., str]) -> str:
+    """One store per module with a single events partition."""
+    return make_store(1)
+
+
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(setup=setups, batches=st.lists(batch, min_size=1, max_size=4), q=questions)
 def test_events_and_a_declared_twin_give_the_same_answers(small_store_dsn, setup, batches, q):
-    with store_fixtures.clean_connection(small_store_dsn) as conn, \
-            pytest.MonkeyPatch.context() as mp:
+    same_answers(small_store_dsn, store_fixtures.PARTS, setup, batches, q)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(setup=setups_with_rows, batches=st.lists(batch, min_size=1, max_size=4), q=questions)
+def test_with_a_row_limit_too_they_give_the_same_answers(one_part_store_dsn, setup, batches, q):
+    same_answers(one_part_store_dsn, 1, setup, batches, q)
+
+
+def same_answers(dsn: str, parts: int, setup: dict[str, Any], batches: list[dict[str, Any]],
+                 q: dict[str, Any]) -> None:
+    """Feed both streams the batches, keep both by the setup's limits, ask both everything."""
+    with store_fixtures.clean_connection(dsn) as conn, pytest.MonkeyPatch.context() as mp:
         mp.setattr(clock, "utc_now", lambda: NOW)
         grace = setup["grace_s"] * S
         history = None if setup["history_s"] is None else setup["history_s"] * S
+        max_rows = setup["max_rows"]
         _declare(conn, setup, grace, history)
         sent: list[Row] = []
         for i, b in enumerate(batches):
@@ -287,16 +315,16 @@ def test_events_and_a_declared_twin_give_the_same_answers(small_store_dsn, setup
             new += [pool[c % len(pool)] for c in b["copies"] if pool]
             new = same_value_within_batch(new)
             sent += new
-            write_all(conn, i, new, [(k, at_ms(ms)) for k, ms in b["tags"]], grace)
-            if history is not None and b["nibble"]:
-                retention(conn, history, setup["chunk"])
+            write_all(conn, i, new, [(k, at_ms(ms)) for k, ms in b["tags"]], grace, parts)
+            if (history is not None or max_rows is not None) and b["nibble"]:
+                retention(conn, history, max_rows, setup["chunk"])
         _check_windows(conn, q)
         _check_sessions_and_join(conn)
         # the join's watermark past every record: its results are the one exact join (of what
         # is stored: with retention, results of records it took are not in it)
-        if history is None:
+        if history is None and max_rows is None:
             end = BASE + timedelta(seconds=SPAN_S + 120)
-            write_all(conn, len(batches), [("zz", 0, end)], [("zz", end)], grace)
+            write_all(conn, len(batches), [("zz", 0, end)], [("zz", end)], grace, parts)
             _check_sessions_and_join(conn)
             for name in ("ev_tags", "tw_tags"):
                 view = join_view(conn, name)
@@ -306,14 +334,16 @@ def test_events_and_a_declared_twin_give_the_same_answers(small_store_dsn, setup
 def _declare(conn: psycopg.Connection, setup: dict[str, Any], grace: timedelta,
              history: timedelta | None) -> None:
     streams.define(conn, TW, key="who", time="at_ts", measures=["amount"], partitions=2,
-                   history=history, grace=grace,
+                   history=history, grace=grace, max_rows=setup["max_rows"],
                    columns=[Column("who", "text"), Column("amount", "bigint", True),
                             Column("at_ts", "timestamptz")])
     streams.define(conn, "tags", key="key", time="ts",
                    columns=[Column("key", "text"), Column("tag", "text")])
-    if history is not None:  # what `slidewin jobs add retention --history` stores
-        upsert_settings(conn, RetentionSettings("default", history.total_seconds(), None,
-                                                setup["chunk"], 100))
+    if history is not None or setup["max_rows"] is not None:
+        # what `slidewin jobs add retention --history --max-rows` stores
+        upsert_settings(conn, RetentionSettings(
+            "default", None if history is None else history.total_seconds(), setup["max_rows"],
+            setup["chunk"], 100))
     gap, sgrace = setup["gap_s"] * S, setup["session_grace_s"] * S
     for name, stream in (("ev", EV), ("tw", TW)):
         sessions.define(conn, sessions.SessionDef(name, gap, sgrace, timedelta(minutes=10),
@@ -337,8 +367,9 @@ def _check_windows(conn: psycopg.Connection, q: dict[str, Any]) -> None:
         same(current(conn, size, adv, at, q["delta_s"] * S, key), ("current", key))
     csize, cadv, extra = q["counts"]
     cadv = min(cadv, csize)
-    same(lambda s: answers.count_windows(conn, csize, cadv, csize + extra, stream=s).windows,
-         "count windows")
+    for key in (None, *KEYS):
+        same(lambda s, key=key: answers.count_windows(conn, csize, cadv, csize + extra, key=key,
+                                                      stream=s).windows, ("count windows", key))
     for what in answers.QUESTIONS:
         for relative_to in ("now", "stream"):
             same(query(conn, what, q["seconds"], relative_to), (what, relative_to))

@@ -89,6 +89,17 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
         assert conn.execute("SELECT slidewin.key_index(true), slidewin.key_index(NULL, "
                             "'events'), slidewin.key_index(false)").fetchone() == (
             True, True, False)
+        # one count_windows, taking a key now: the old three-argument call answers as before
+        assert conn.execute("SELECT pg_get_function_arguments(oid) FROM pg_proc "
+                            "WHERE proname = 'count_windows'").fetchall() == [
+            ("p_size integer, p_advance integer DEFAULT NULL::integer, p_rows integer DEFAULT "
+             "NULL::integer, p_key text DEFAULT NULL::text",)]
+        newest = conn.execute("SELECT n, total FROM slidewin.count_windows(10, 10, 10)").fetchall()
+        assert [r[0] for r in newest] == [10]
+        [key] = conn.execute("SELECT uuid FROM slidewin.events ORDER BY ts DESC, uuid DESC "
+                             "LIMIT 1").fetchone()
+        assert conn.execute("SELECT n FROM slidewin.count_windows(1, 1, 1, %s)",
+                            (key,)).fetchall() == [(1,)]
 
 
 def test_the_upgraded_store_is_written_and_read_as_a_new_one(v1_store: str) -> None:
@@ -175,3 +186,17 @@ def test_init_keeps_a_version_2_stores_joins_and_their_answers(v2_store: str) ->
         assert rated == [("o1", "r1", True), ("o4", None, True), ("o2", None, True),
                          ("o3", None, False)]
         assert init_schema(conn).applied_migrations == ()
+        # a row limit for a stream declared before there was one: none until it is given
+        assert conn.execute("SELECT count(max_rows) FROM slidewin.streams").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'stream_define'"
+                            ).fetchone() == (1,)
+        conn.execute("SELECT slidewin.stream_define('readings', 'id', 'ts', "
+                     "'[{\"name\": \"id\"}]', p_max_rows => 2)")
+        conn.execute("INSERT INTO slidewin_streams.readings (id, ts) SELECT 'r' || g, "
+                     "%s + g * interval '1 s' FROM generate_series(1, 5) g", (V1_T0,))
+        assert conn.execute("SELECT slidewin.stream_nibble('readings', %s, 2)",
+                            (V1_T0,)).fetchone() == (2,)
+        assert conn.execute("SELECT slidewin.stream_nibble('readings', %s, 2)",
+                            (V1_T0,)).fetchone() == (1,)
+        assert conn.execute("SELECT array_agg(id ORDER BY ts) FROM slidewin_streams.readings"
+                            ).fetchone() == (["r4", "r5"],)

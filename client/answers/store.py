@@ -95,6 +95,7 @@ def stream_json(s: streams.Stream) -> dict[str, Any]:
             "partitions": s.partitions,
             "history_s": None if s.history is None else s.history.total_seconds(),
             "grace_s": s.grace.total_seconds(), "is_table": s.is_table,
+            "max_rows": s.max_rows,
             "table": "slidewin.events" if s.builtin else f"slidewin_streams.{s.name}"}
 
 

@@ -283,13 +283,15 @@ def time_windows(conn: psycopg.Connection, spec: WindowSpec, *, last: timedelta 
 
 @dataclass(frozen=True)
 class CountWindows:
-    """``windows rows``: windows of ``size`` events every ``advance`` over the newest ``rows``."""
+    """``windows rows``: windows of ``size`` events every ``advance`` over the newest ``rows``
+    (of ``key``'s events alone when given)."""
 
     size: int
     advance: int | None
     rows: int | None
     stream: str
     windows: list[windows.CountWindow]
+    key: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"kind": "rows", "size": self.size, "advance": self.advance or self.size,
@@ -298,22 +300,21 @@ class CountWindows:
                      "n": w.n, "sum": number(w.total), "min": num(w.vmin), "max": num(w.vmax),
                      "avg": w.avg}
                     for w in self.windows],
-                **({"stream": self.stream} if self.stream != BUILTIN else {})}
+                **({"stream": self.stream} if self.stream != BUILTIN else {}),
+                **({"key": self.key} if self.key is not None else {})}
 
 
 def count_windows(conn: psycopg.Connection, size: int, advance: int | None = None,
                   rows: int | None = None, *, key: str | None = None, stream: str = BUILTIN,
                   measure: str | None = None) -> CountWindows:
     is_declared = declared(stream, measure)
-    if key is not None and not is_declared:
-        raise ConfigError("--key on count windows needs a declared stream (--stream NAME)")
     try:
         found = (streams.count_windows(conn, stream, size, advance, rows, measure=measure,
                                        key=key)
-                 if is_declared else windows.count_windows(conn, size, advance, rows))
+                 if is_declared else windows.count_windows(conn, size, advance, rows, key=key))
     except ProcedureError as exc:
         raise named(exc) from None
-    return CountWindows(size, advance, rows, stream, found)
+    return CountWindows(size, advance, rows, stream, found, key)
 
 
 # -- current windows (Faust's lookups) --------------------------------------------------------

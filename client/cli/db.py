@@ -211,9 +211,11 @@ def _stream_status(app: AppContext, conn: Any, name: str, as_json: bool) -> None
     history = found["history_s"]
     click.echo(STREAM_HEADER)
     click.echo(_stream_line(found))
+    max_rows = found["max_rows"]
     click.echo(f"watermark {found['watermark'] or '-'}, retention deleted through "
                f"{found['retired_through'] or '-'}, history "
-               + ("forever" if history is None else f"{history:g}s"))
+               + ("forever" if history is None else f"{history:g}s")
+               + ("" if max_rows is None else f", max rows {max_rows}"))
 
 
 def _embedded_line(server: dict) -> str:

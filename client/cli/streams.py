@@ -11,11 +11,12 @@ import click
 from slidewin.client.answers import store as answer_store
 from slidewin.client.answers.store import stream_json as _json
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import DURATION, json_option
+from slidewin.client.cli.options import COUNT, DURATION, json_option
 from slidewin.client.cli.root import SlidewinGroup
 from slidewin.db import streams
 from slidewin.db.errors import ConfigError
 from slidewin.db.streams import Column, Stream
+from slidewin.db.units import parse_count
 
 
 def _pair(text: str, option: str) -> tuple[str, str]:
@@ -30,6 +31,13 @@ def _history(value: str | None) -> timedelta | None:
     if value is None or value.strip().lower() == "forever":
         return None
     return DURATION.convert(value, None, None)
+
+
+def _max_rows(value: str) -> int | None:
+    """``streams alter --max-rows``: a row count (1M), or ``none`` for no row limit."""
+    if value.strip().lower() == "none":
+        return None
+    return parse_count(value, name="--max-rows")
 
 
 @click.group("streams", cls=SlidewinGroup)
@@ -73,6 +81,9 @@ def streams_group() -> None:
               help="How long retention keeps events (30m, 1h, 7d, or forever; default forever).")
 @click.option("--grace", type=DURATION, default="0s", show_default=True,
               help="How late an event may arrive behind the stream's newest and still count.")
+@click.option("--max-rows", type=COUNT, default=None,
+              help="Row limit: retention keeps the stream's newest N rows (1M), besides "
+                   "--history; both hold when both are given (default: no row limit).")
 @click.option("--table", "is_table", is_flag=True,
               help="A table: versioned rows by key (each row the key's version from its time "
                    "on), every version kept -- no history (leave out --history), never expired "
@@ -88,7 +99,8 @@ def streams_group() -> None:
 def add_cmd(app: AppContext, name: str, key_: str | None, time_: str | None,
             columns: tuple[str, ...], required: tuple[str, ...], measures: tuple[str, ...],
             keep_extra: bool, partitions: int, history: str | None, grace: timedelta,
-            is_table: bool, infer_from: Path | None, yes: bool, as_json: bool) -> None:
+            max_rows: int | None, is_table: bool, infer_from: Path | None, yes: bool,
+            as_json: bool) -> None:
     """Declare a stream and create its tables.
 
     \b
@@ -98,6 +110,7 @@ def add_cmd(app: AppContext, name: str, key_: str | None, time_: str | None,
           --column amount:numeric(12,2) --column note:text --measure amount --keep-extra
       slidewin streams add views --infer views.jsonl --yes
       slidewin streams add prices --key product --time valid_from --column price:double --table
+      slidewin streams add clicks --key user --time ts --history 1d --max-rows 10M
     SQL: SELECT slidewin.stream_define('sensors', 'sensor', 'ts',
            '[{"name": "sensor", "type": "text"}, {"name": "temp", "type": "double"}]',
            '{temp}');
@@ -131,7 +144,7 @@ def add_cmd(app: AppContext, name: str, key_: str | None, time_: str | None,
         stream = streams.define(
             conn, name, key=key_name, time=time_, columns=cols, measures=measures,
             keep_extra=keep_extra, partitions=partitions, history=_history(history), grace=grace,
-            is_table=is_table,
+            is_table=is_table, max_rows=max_rows,
         )
     _report(app, stream, as_json, f"stream {stream.name} declared: table slidewin_streams."
                                   f"{stream.name}, files land in <landing>/{stream.name}/")
@@ -201,22 +214,28 @@ def show_cmd(app: AppContext, name: str, as_json: bool) -> None:
               help="Make an existing numeric column a measure (its seconds are aggregated again).")
 @click.option("--history", default=None, help="A new history (30m, 1h, 7d or forever).")
 @click.option("--grace", type=DURATION, default=None, help="A new grace.")
+@click.option("--max-rows", "max_rows", default=None,
+              help="A new row limit (1M), or none for no row limit.")
 @json_option("One JSON object on stdout: the stream as it now is.")
 @pass_app
 def alter_cmd(app: AppContext, name: str, add_columns: tuple[str, ...], as_measure: bool,
               measures: tuple[str, ...], history: str | None, grace: timedelta | None,
-              as_json: bool) -> None:
-    """Add columns or measures, or change the history or grace, of a declared stream.
+              max_rows: str | None, as_json: bool) -> None:
+    """Add columns or measures, or change the history, grace or row limit, of a declared
+    stream.
 
     \b
     Examples:
       slidewin streams alter sensors --add-column humidity:double --as-measure
       slidewin streams alter sensors --measure pressure
       slidewin streams alter sensors --history 2h --grace 5s
+      slidewin streams alter sensors --max-rows 5M
+      slidewin streams alter sensors --max-rows none
     """
-    if not (add_columns or measures or history or grace is not None):
+    if not (add_columns or measures or history or grace is not None or max_rows is not None):
         raise ConfigError("streams alter: nothing to change; give --add-column, --measure, "
-                          "--history or --grace")
+                          "--history, --grace or --max-rows")
+    new_rows = _max_rows(max_rows) if max_rows is not None else None
     with app.connect(autocommit=False) as conn:
         stream = streams.get_stream(conn, name)
         for text in add_columns:
@@ -224,11 +243,12 @@ def alter_cmd(app: AppContext, name: str, add_columns: tuple[str, ...], as_measu
             stream = streams.add_column(conn, name, column, type_, measure=as_measure)
         for measure in measures:
             stream = streams.add_measure(conn, name, measure)
-        if history is not None or grace is not None:
+        if history is not None or grace is not None or max_rows is not None:
             new_history = _history(history) if history is not None else None
             stream = streams.set_retention(
                 conn, name, history=new_history, grace=grace,
-                forever=history is not None and new_history is None)
+                forever=history is not None and new_history is None, max_rows=new_rows,
+                no_row_limit=max_rows is not None and new_rows is None)
     _report(app, stream, as_json, f"stream {stream.name} altered")
 
 
@@ -268,7 +288,8 @@ def _report(app: AppContext, stream: Stream, as_json: bool, line: str) -> None:
 def _hist(s: Stream) -> str:
     if s.is_table:
         return "forever (a table)"
-    return "forever" if s.history is None else f"{s.history.total_seconds():g}s"
+    kept = "forever" if s.history is None else f"{s.history.total_seconds():g}s"
+    return kept if s.max_rows is None else f"{kept}, max {s.max_rows} rows"
 
 
 def _describe(s: Stream, rows: int | None) -> str:

@@ -439,16 +439,20 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
              as_json: bool) -> None:
     """Count windows over the newest events in (ts, uuid) order; window 1 is the newest.
 
+    With --key, over that key's newest events alone: with the stream's key index
+    (windows key-index enable) only its rows are read; without it, the rows of each partition
+    that may hold the key, newest first, until --rows of the key's are found (for a key with
+    fewer: all of them).
+
     \b
     Examples:
       slidewin windows rows --size 10000                 # the last 10,000 events
       slidewin windows rows --size 1k --rows 10k         # ten windows of 1,000
       slidewin windows rows --size 1k --advance 500 --rows 5k --json
       slidewin windows rows --size 1k --advance 1 --rows 1M --limit 10k
+      slidewin windows rows --size 100 --key key-000042  # one key's last 100
     """
     declared = _declared(stream, measure, None, {})
-    if key is not None and not declared:
-        raise ConfigError("--key on count windows needs a declared stream (--stream NAME)")
     if limit is not None:
         if limit < 1:
             raise ConfigError(f"--limit must be at least 1, got {limit}")
@@ -457,9 +461,9 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
         try:
             with (streams.open_count_windows(conn, stream, size, advance, rows_,
                                              measure=measure, key=key)
-                  if declared else windows.open_count_windows(conn, size, advance,
-                                                              rows_)) as found:
-                _print_rows(found, size, advance, rows_, limit, declared, stream, as_json)
+                  if declared else windows.open_count_windows(conn, size, advance, rows_,
+                                                              key=key)) as found:
+                _print_rows(found, size, advance, rows_, limit, declared, stream, key, as_json)
         except ProcedureError as exc:
             raise named(exc) from None
         except WindowTimeout as exc:
@@ -468,10 +472,11 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
 
 def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None,
                 rows_: int | None, limit: int | None, declared: bool, stream: str,
-                as_json: bool) -> None:
+                key: str | None, as_json: bool) -> None:
     if as_json:
         emit_json_items({"kind": "rows", "size": size, "advance": advance or size,
                          "rows": rows_ or size, **({"stream": stream} if declared else {}),
+                         **({} if key is None else {"key": key}),
                          **({} if limit is None else {"limit": limit})}, "windows", (
                              {"number": w.number, "start": w.start.isoformat(),
                               "end": w.end.isoformat(), "n": w.n, "sum": number(w.total),
@@ -479,7 +484,8 @@ def _print_rows(found: Rows[windows.CountWindow], size: int, advance: int | None
                              for w in found))
         return
     click.echo(f"count windows of {size} events every {advance or size} over the newest "
-               f"{rows_ or size}: {found.count()} windows")
+               f"{rows_ or size}{'' if key is None else f' of key {key}'}: {found.count()} "
+               "windows")
     for w in found:
         click.echo(f"#{w.number:<4} {_hms(w.start)}  {_hms(w.end)}  {w.n:>9}  "
                    f"{_cell(number(w.total)):>14}  {_cell(num(w.vmin)):>8}  "

@@ -1,12 +1,14 @@
--- slidewin.stream_check_retention(): BEFORE INSERT OR UPDATE OF history, grace trigger of
--- slidewin.streams -- refuse, whoever writes the row (stream_define, `slidewin streams alter`, a
+-- slidewin.stream_check_retention(): BEFORE INSERT OR UPDATE OF history, grace, is_table,
+-- max_rows trigger of slidewin.streams -- refuse, whoever writes the row (stream_define, `slidewin streams alter`, a
 -- psql UPDATE), a history or grace out of bounds (slidewin.check_duration: history more than 0,
 -- grace 0 or more, each at most 100 years) and a history shorter than grace plus the smallest
 -- window, 1 s (KIP-428: retention >= size + grace; a shorter history refuses every window of the
 -- stream). A table (is_table) has no history at all: it keeps every version, so a history given
 -- to it is refused, naming the fix; whether a stream is a table is fixed at its definition. An
 -- update that leaves all three as they were passes, so a row stored before these rules can still
--- have its other columns changed.
+-- have its other columns changed. A row limit (max_rows) is 1 or more, and only a declared
+-- stream that is not a table has one: a table keeps every version, and the built-in stream's
+-- row limit is its retention policy's (`slidewin jobs add retention --max-rows`).
 CREATE OR REPLACE FUNCTION slidewin.stream_check_retention()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -14,7 +16,8 @@ AS $$
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.history IS NOT DISTINCT FROM OLD.history
             AND NEW.grace IS NOT DISTINCT FROM OLD.grace
-            AND NEW.is_table IS NOT DISTINCT FROM OLD.is_table THEN
+            AND NEW.is_table IS NOT DISTINCT FROM OLD.is_table
+            AND NEW.max_rows IS NOT DISTINCT FROM OLD.max_rows THEN
         RETURN NEW;
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.is_table IS DISTINCT FROM OLD.is_table THEN
@@ -28,6 +31,24 @@ BEGIN
                         slidewin.duration_text(NEW.history), NEW.name
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'leave the history unset (leave out --history, or --history forever)';
+    END IF;
+    IF NEW.max_rows IS NOT NULL THEN
+        IF NEW.max_rows < 1 THEN
+            RAISE EXCEPTION 'max_rows of stream % must be 1 or more, got %', NEW.name,
+                            NEW.max_rows
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'a row limit of 0 would empty the stream; give the rows to keep '
+                             '(--max-rows 1M), or none for no row limit';
+        ELSIF NEW.is_table THEN
+            RAISE EXCEPTION 'max_rows % of stream %: a table keeps every version, with no '
+                            'retention', NEW.max_rows, NEW.name
+                USING ERRCODE = 'invalid_parameter_value', HINT = 'leave out --max-rows';
+        ELSIF NEW.builtin THEN
+            RAISE EXCEPTION 'max_rows of stream %: its row limit is its retention policy''s',
+                            NEW.name
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'slidewin jobs add retention --max-rows N';
+        END IF;
     END IF;
     PERFORM slidewin.check_duration('history', NEW.history, false);
     IF NEW.grace IS NULL THEN
@@ -48,5 +69,5 @@ BEGIN
 END
 $$;
 CREATE OR REPLACE TRIGGER stream_check_retention
-    BEFORE INSERT OR UPDATE OF history, grace, is_table ON slidewin.streams
+    BEFORE INSERT OR UPDATE OF history, grace, is_table, max_rows ON slidewin.streams
     FOR EACH ROW EXECUTE FUNCTION slidewin.stream_check_retention();

@@ -1,9 +1,12 @@
 -- slidewin.stream_define(name, key, time, columns, measures, keep_extra, partitions, history,
--- grace, is_table): declare a stream and create its tables in one transaction. history (NULL:
--- forever) more than 0, grace 0 or more, each at most 100 years, history at least grace + 1 s.
+-- grace, is_table, max_rows): declare a stream and create its tables in one transaction.
+-- history (NULL: forever) more than 0, grace 0 or more, each at most 100 years, history at
+-- least grace + 1 s.
 -- is_table: the stream is a table -- versioned rows by key, kept with no retention (its history
 -- must be unset: every version stays, so that an as-of join's answer for an old record never
--- changes; slidewin.joins, slidewin.stream_nibble).
+-- changes; slidewin.joins, slidewin.stream_nibble). max_rows (NULL: none): the row limit --
+-- retention keeps the newest max_rows rows besides the history (slidewin.stream_nibble); 1 or
+-- more, never for a table (slidewin.stream_check_retention).
 --
 -- columns: a jsonb array of {"name": ..., "type": ..., "required": true|false} in table order;
 -- the key (text, bigint or integer) and the time column (timestamptz; added when not listed) are
@@ -15,14 +18,17 @@
 -- triggers; and the session trigger (slidewin.session_triggers). Every name goes through
 -- slidewin.check_stream_name and format('%I'): a name with quotes or semicolons is refused,
 -- never executed. Returns the stream's row.
--- the signature before is_table: dropped, so that a call is never ambiguous between the two
+-- the signatures before is_table and before max_rows: dropped, so that a call is never
+-- ambiguous between them
 DROP FUNCTION IF EXISTS slidewin.stream_define(text, text, text, jsonb, text[], boolean, integer,
                                                interval, interval);
+DROP FUNCTION IF EXISTS slidewin.stream_define(text, text, text, jsonb, text[], boolean, integer,
+                                               interval, interval, boolean);
 CREATE OR REPLACE FUNCTION slidewin.stream_define(
     p_name text, p_key text, p_time text, p_columns jsonb, p_measures text[] DEFAULT '{}',
     p_keep_extra boolean DEFAULT false, p_partitions integer DEFAULT 4,
     p_history interval DEFAULT NULL, p_grace interval DEFAULT interval '0',
-    p_is_table boolean DEFAULT false)
+    p_is_table boolean DEFAULT false, p_max_rows bigint DEFAULT NULL)
 RETURNS slidewin.streams
 LANGUAGE plpgsql
 AS $$
@@ -114,9 +120,9 @@ BEGIN
     END LOOP;
     -- a table's history (none) is checked by slidewin.stream_check_retention, for every writer
     INSERT INTO slidewin.streams (name, key_column, time_column, columns, measures, keep_extra,
-                                  partitions, history, grace, is_table)
+                                  partitions, history, grace, is_table, max_rows)
     VALUES (p_name, p_key, p_time, v_cols, coalesce(p_measures, '{}'), p_keep_extra,
-            p_partitions, p_history, p_grace, p_is_table);
+            p_partitions, p_history, p_grace, p_is_table, p_max_rows);
     -- identity (time, key): time first, so that rows arriving in time order append to the
     -- index's right edge (a key-first index takes a random page per row: half the write rate),
     -- and the one index serves the nibble's oldest-first scan and the count windows' newest-first

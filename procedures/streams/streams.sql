@@ -14,6 +14,10 @@
 -- from its time until the key's next one), kept with no retention at all: its history stays unset
 -- (slidewin.stream_check_retention) and slidewin.stream_nibble deletes none of its rows. Set when
 -- the stream is declared (slidewin.stream_define), never changed.
+-- max_rows: the stream's row limit -- retention keeps its newest max_rows rows besides its
+-- history (both hold when both are set; slidewin.stream_nibble). NULL: no row limit. Never on a
+-- table (every version stays) nor on the built-in stream, whose row limit is its retention
+-- policy's --max-rows (slidewin.retention_settings).
 CREATE SCHEMA IF NOT EXISTS slidewin_streams;
 CREATE SCHEMA IF NOT EXISTS slidewin_rollups;
 CREATE TABLE IF NOT EXISTS slidewin.streams (
@@ -49,3 +53,7 @@ CREATE INDEX IF NOT EXISTS dead_letters_stream ON slidewin.dead_letters (stream,
 -- a table (is_table) keeps every version: never the built-in stream, never with a history
 ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS is_table boolean NOT NULL DEFAULT false
     CONSTRAINT streams_table_kept CHECK (NOT (is_table AND (builtin OR history IS NOT NULL)));
+-- a row limit (max_rows): a declared stream's own, never a table's nor the built-in stream's
+ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS max_rows bigint
+    CONSTRAINT streams_max_rows
+        CHECK (max_rows IS NULL OR (max_rows > 0 AND NOT is_table AND NOT builtin));

@@ -14,8 +14,18 @@
 -- the next (van Herk / Gil-Werman) -- is its first and last row's (slidewin.hopping_series
 -- explains the idea). The work is bounded before anything is read
 -- (slidewin.check_window_work).
+--
+-- p_key: the windows of that key's newest p_rows events alone (as slidewin.stream_count_windows
+-- for a declared stream), in the same order. The rollups hold every key, so each partition reads
+-- its own rows of the key, newest first: with the key index (slidewin.key_index) that key's
+-- newest p_rows rows and no others; without it, each partition's rows newest first until it has
+-- p_rows of the key's -- every row of a partition where the key has fewer (after partitions are
+-- added a key's rows may be in more than one partition, so every partition is read).
+-- the signature before p_key: dropped, so that a call is never ambiguous between the two
+DROP FUNCTION IF EXISTS slidewin.count_windows(integer, integer, integer);
 CREATE OR REPLACE FUNCTION slidewin.count_windows(
-    p_size integer, p_advance integer DEFAULT NULL, p_rows integer DEFAULT NULL)
+    p_size integer, p_advance integer DEFAULT NULL, p_rows integer DEFAULT NULL,
+    p_key text DEFAULT NULL)
 RETURNS TABLE (window_no integer, window_start timestamptz, window_end timestamptz, n bigint,
                total numeric, vmin bigint, vmax bigint, avg double precision)
 LANGUAGE plpgsql STABLE
@@ -42,26 +52,34 @@ DECLARE
     v_msg   text;
 BEGIN
     PERFORM slidewin.check_count_windows(p_size, v_adv, v_rows);
+    IF p_key IS NOT NULL THEN
+        PERFORM slidewin.check_key(p_key);
+    END IF;
     IF v_rows > p_size THEN  -- one window reads the rollups and one second's events
         PERFORM slidewin.check_window_work(
             format('count windows of %s events every %s over the newest %s', p_size, v_adv,
                    v_rows),
             p_size, v_adv, (v_rows - p_size) / v_adv + 1, ARRAY[1], 'rows');
     END IF;
-    SELECT c.sec INTO v_from
-      FROM (SELECT s.sec, sum(s.n) OVER (ORDER BY s.sec DESC) AS upto
-              FROM (SELECT r.sec, sum(r.n) AS n FROM slidewin.rollups r
-                     GROUP BY r.sec ORDER BY r.sec DESC) AS s) AS c
-     WHERE c.upto >= v_rows
-     LIMIT 1;
+    IF p_key IS NULL THEN  -- the rollups count every key: of no use for one
+        SELECT c.sec INTO v_from
+          FROM (SELECT s.sec, sum(s.n) OVER (ORDER BY s.sec DESC) AS upto
+                  FROM (SELECT r.sec, sum(r.n) AS n FROM slidewin.rollups r
+                         GROUP BY r.sec ORDER BY r.sec DESC) AS s) AS c
+         WHERE c.upto >= v_rows
+         LIMIT 1;
+    END IF;
     v_from := coalesce(v_from, '-infinity');
     -- Each partition's primary key (part, ts, uuid) read backwards from that second, merged in
     -- (ts, uuid) order: no sort of the rows, and EXECUTE plans with the actual second.
+    -- With a key, its rows alone ($5): along the key index (uuid, ts) when it is there.
     SELECT string_agg(format('(SELECT ts, uuid, val FROM slidewin.%I WHERE part = %s AND ts >= $1 '
-                             'ORDER BY ts DESC, uuid DESC LIMIT $2)',
-                             slidewin.partition_name(k), k), ' UNION ALL ')
+                             '%sORDER BY ts DESC, uuid DESC LIMIT $2)',
+                             slidewin.partition_name(k), k,
+                             CASE WHEN p_key IS NULL THEN '' ELSE 'AND uuid = $5 ' END),
+                      ' UNION ALL ')
       INTO v_parts FROM slidewin.partition_keys() AS k;
-    IF v_rows = p_size THEN
+    IF v_rows = p_size AND p_key IS NULL THEN
         -- One window, the last p_size events: the seconds after v_from whole, from the rollups;
         -- of second v_from itself only its newest events, read from the rows -- so the rows
         -- read are one second's, not p_size.
@@ -101,7 +119,7 @@ BEGIN
          WHERE w.k * $4 + $3 <= $2
          GROUP BY w.k
          ORDER BY w.k', v_parts)
-        USING v_from, v_rows, p_size, v_adv;
+        USING v_from, v_rows, p_size, v_adv, p_key;
         RETURN;
     END IF;
     -- rn: 1 = the newest; window k (from 0) holds rn k * advance + 1 .. k * advance + size (or
@@ -132,7 +150,7 @@ BEGIN
       JOIN t AS f ON f.rn = w.first_rn
       JOIN t AS l ON l.rn = w.last_rn
      ORDER BY w.k', v_parts)
-    USING v_from, v_rows, p_size, v_adv;
+    USING v_from, v_rows, p_size, v_adv, p_key;
 EXCEPTION WHEN query_canceled THEN  -- statement_timeout: said in words
     GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
     PERFORM slidewin.window_timed_out('slidewin.count_windows', v_msg);
