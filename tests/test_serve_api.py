@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from slidewin.client.cli import cli
 from slidewin.client.serve.app import create_app
 from slidewin.client.serve.jsonout import SAFE_INT, browser_safe, plain
-from slidewin.db import joins, sessions, streams
+from slidewin.db import joins, key_windows, sessions, streams
 from slidewin.db.config import redact
 from slidewin.db.schema import init_schema
 from slidewin.db.streams import Column
@@ -159,8 +159,6 @@ SAME = [
     ("/api/v1/windows/rows?size=10", ["windows", "rows", "--size", "10"]),
     ("/api/v1/windows/rows?size=10&advance=5&rows=40",
      ["windows", "rows", "--size", "10", "--advance", "5", "--rows", "40"]),
-    ("/api/v1/windows/rows?size=3&advance=1&rows=6&key=k2",
-     ["windows", "rows", "--size", "3", "--advance", "1", "--rows", "6", "--key", "k2"]),
     ("/api/v1/windows/rows?size=5&stream=sensors&measure=hum&key=s1",
      ["windows", "rows", "--size", "5", "--stream", "sensors", "--measure", "hum",
       "--key", "s1"]),
@@ -198,6 +196,20 @@ SAME = [
 @pytest.mark.parametrize(("path", "args"), SAME, ids=[p for p, _ in SAME])
 def test_each_route_returns_what_the_command_prints(client, dsn, path, args):
     assert api_json(client, path) == browser_safe(plain(cli_json(dsn, *args)))
+
+
+def test_a_keys_count_windows_need_the_key_index_and_then_answer_as_the_command(client, dsn):
+    path = "/api/v1/windows/rows?size=3&advance=1&rows=6&key=k2"
+    refused = client.get(path)
+    assert refused.status_code == 400 and "key-index enable" in refused.json()["error"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        key_windows.set_index(conn, True)
+        try:
+            args = ["windows", "rows", "--size", "3", "--advance", "1", "--rows", "6", "--key",
+                    "k2"]
+            assert api_json(client, path) == browser_safe(plain(cli_json(dsn, *args)))
+        finally:
+            key_windows.set_index(conn, False)
 
 
 def test_a_second_page_follows_the_first(client, dsn):

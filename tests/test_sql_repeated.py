@@ -45,6 +45,8 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "check_duration": ("SELECT slidewin.check_duration('grace', %s)", (5 * S,), False),
     "check_key": ("SELECT slidewin.check_key(%s)", ("a",), False),
     "check_count_windows": ("SELECT slidewin.check_count_windows(%s, %s, %s)", (4, 2, 10), False),
+    # refused every time: no key index on sensors
+    "check_key_index": ("SELECT slidewin.check_key_index(%s)", ("sensors",), None),
     "check_partition": ("SELECT slidewin.check_partition(%s)", (1,), False),
     "check_target_rows": ("SELECT slidewin.check_target_rows(%s)", (10,), False),
     "check_window": ("SELECT slidewin.check_window(%s)", (30,), False),

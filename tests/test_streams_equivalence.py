@@ -49,7 +49,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slidewin.client.answers import windows as answers
-from slidewin.db import clock, joins, sessions, streams
+from slidewin.db import clock, joins, key_windows, sessions, streams
 from slidewin.db.errors import ConfigError, ProcedureError
 from slidewin.db.events import partition_of
 from slidewin.db.retention_settings import RetentionSettings, upsert_settings
@@ -339,6 +339,9 @@ def _declare(conn: psycopg.Connection, setup: dict[str, Any], grace: timedelta,
                             Column("at_ts", "timestamptz")])
     streams.define(conn, "tags", key="key", time="ts",
                    columns=[Column("key", "text"), Column("tag", "text")])
+    # a key's count windows read its newest rows through the key index (refused without it)
+    key_windows.set_index(conn, True)
+    key_windows.set_index(conn, True, TW)
     if history is not None or setup["max_rows"] is not None:
         # what `slidewin jobs add retention --history --max-rows` stores
         upsert_settings(conn, RetentionSettings(

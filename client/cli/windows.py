@@ -439,10 +439,10 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
              as_json: bool) -> None:
     """Count windows over the newest events in (ts, uuid) order; window 1 is the newest.
 
-    With --key, over that key's newest events alone: with the stream's key index
-    (windows key-index enable) only its rows are read; without it, the rows of each partition
-    that may hold the key, newest first, until --rows of the key's are found (for a key with
-    fewer: all of them).
+    With --key, over that key's newest events alone, read through the stream's key index
+    (windows key-index enable [--stream NAME]): only its rows are read. Without it, a declared
+    stream's key partition is read newest first until --rows of the key's are found; `events`
+    refuses the key, naming that fix (it would read every partition: the whole table).
 
     \b
     Examples:

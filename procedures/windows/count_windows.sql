@@ -17,10 +17,10 @@
 --
 -- p_key: the windows of that key's newest p_rows events alone (as slidewin.stream_count_windows
 -- for a declared stream), in the same order. The rollups hold every key, so each partition reads
--- its own rows of the key, newest first: with the key index (slidewin.key_index) that key's
--- newest p_rows rows and no others; without it, each partition's rows newest first until it has
--- p_rows of the key's -- every row of a partition where the key has fewer (after partitions are
--- added a key's rows may be in more than one partition, so every partition is read).
+-- its own rows of the key, newest first, along the key index (slidewin.key_index): that key's
+-- newest p_rows rows and no others. Without the index a key's newest rows could only be found
+-- by reading every partition newest first -- the whole table for a key with fewer rows -- so
+-- a key is refused until the index is on.
 -- the signature before p_key: dropped, so that a call is never ambiguous between the two
 DROP FUNCTION IF EXISTS slidewin.count_windows(integer, integer, integer);
 CREATE OR REPLACE FUNCTION slidewin.count_windows(
@@ -54,6 +54,7 @@ BEGIN
     PERFORM slidewin.check_count_windows(p_size, v_adv, v_rows);
     IF p_key IS NOT NULL THEN
         PERFORM slidewin.check_key(p_key);
+        PERFORM slidewin.check_key_index('events');
     END IF;
     IF v_rows > p_size THEN  -- one window reads the rollups and one second's events
         PERFORM slidewin.check_window_work(
