@@ -72,6 +72,9 @@ _ISO = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6}
         r"(Z|[+-][0-9]{2}:[0-9]{2})?$")
 _BOOLEANS = {**{w: True for w in typed.TRUE_WORDS}, **{w: False for w in typed.FALSE_WORDS}}
 # a CSV line whose quotes, if any, are around whole fields and hold none
+# Spark's JSON reader as strict as a JSON parser where it can be: no single quotes, no NaN
+JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
+                "allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
 _CSV_QUOTES = r'^(?:"[^"]*+"|[^",]*+)(?:,(?:"[^"]*+"|[^",]*+))*+$'
 CSV_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt", "escape": '"'}
 _CLEAN, _SOURCE, _RAW, _EXTRA, _ODD, _HEADER = (
@@ -260,11 +263,15 @@ def _written_exactly(v: Column, name: str, raw: Column) -> Column:
     """Whether ``v``, Spark's text of member ``name``, is the value as written: it was a JSON
     string, or a number of at most 15 significant digits (which a double carries exactly).
     Spark reads a JSON number with a fraction as a double, so ``0.1000000000000000001`` would
-    reach it as ``0.1``: such a record is left to the record path, which reads the digits."""
-    number = F.regexp_extract(raw, '"' + re.escape(name) + r'"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1)
+    reach it as ``0.1``: such a record is left to the record path, which reads the digits.
+    A line with no run of 16 digits and points holds no longer number, and then only Spark's
+    text is looked at (one test per line, not a search of the line per column)."""
     # and as Spark renders it: Java 17's rendering of a double may carry digits the input did
     # not have; two decimals of at most 15 digits each that are one double are one number
-    return (number == F.lit("")) | ((_digits(number) <= F.lit(15)) & (_digits(v) <= F.lit(15)))
+    rendered = (F.length(v) <= F.lit(15)) | (_digits(v) <= F.lit(15))
+    number = F.regexp_extract(raw, '"' + re.escape(name) + r'"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1)
+    as_written = (number == F.lit("")) | ((_digits(number) <= F.lit(15)) & rendered)
+    return F.when(~raw.rlike("[0-9.]{16}"), rendered).otherwise(as_written)
 
 
 def _digits(number: Column) -> Column:
@@ -308,23 +315,31 @@ def json_plan(spark: SparkSession, layout: Layout, paths: list[str], limits: Lim
     """The batch's JSON Lines files: typed columns, clean, and for suspects their raw line."""
     schema = StructType([StructField(c.name, StringType()) for c in layout.columns]
                         + [StructField("_corrupt", StringType())])
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
     raw = F.col("raw")
     lines = _text_lines(spark, paths).select(
-        "raw", _SOURCE, F.from_json(raw, schema, options).alias("f"),
-        F.json_object_keys(raw).alias("keys"))
+        "raw", _SOURCE, F.from_json(raw, schema, JSON_OPTIONS).alias("f"),
+        F.regexp_count(raw, F.lit(r'"\s*:')).alias("marks"))
     f = F.col("f")
     values = {c.name: f.getField(c.name) for c in layout.columns}
     typed_cols, clean = _typed_columns(layout, values, json=True, raw=raw)
-    keys = F.col("keys")
     present = sum((v.isNotNull().cast("int") for v in values.values()), F.lit(0))
-    more = F.size(keys) > present  # members beyond the declared values (or explicit nulls)
+    # every member's name is a string followed by a colon, so ``marks`` bounds the members
+    # from above: as many as there are values, and each member is a declared column with a
+    # value. Only other lines are parsed a second time for their names (extra ones, or one
+    # named twice, which Spark would read as its last).
+    plain = F.col("marks") == present
+    keys = F.when(~plain, F.json_object_keys(raw))
+    more = ~plain & (F.size(keys) > present)  # members beyond the values (extra, or null)
     declared = F.array(*[F.lit(c.name) for c in layout.columns])
     extra = more & F.exists(keys, lambda k: ~F.array_contains(declared, k))
     twice = more & (F.size(F.array_distinct(keys)) < F.size(keys))
-    clean = (clean & f.getField("_corrupt").isNull() & keys.isNotNull() & ~twice
-             & ~raw.contains("\\u") & _line_checks(raw))
-    return _finish(lines, layout, limits, typed_cols, clean, extra, raw.cast("binary"))
+    # Spark reads the first object of a line and ignores what follows it; a JSON parser
+    # refuses the line. One closing brace, at the end: the line is that object alone.
+    alone = (F.size(F.split(raw, "}")) == 2) & F.rtrim(raw).endswith("}")
+    clean = (clean & f.getField("_corrupt").isNull() & (plain | keys.isNotNull()) & ~twice
+             & alone & ~raw.contains("\\u") & _line_checks(raw))
+    return _finish(lines, layout, limits, typed_cols, clean, F.coalesce(extra, F.lit(False)),
+                   raw.cast("binary"))
 
 
 def csv_plan(spark: SparkSession, layout: Layout, header_line: str, names: list[str],
