@@ -263,15 +263,11 @@ def _written_exactly(v: Column, name: str, raw: Column) -> Column:
     """Whether ``v``, Spark's text of member ``name``, is the value as written: it was a JSON
     string, or a number of at most 15 significant digits (which a double carries exactly).
     Spark reads a JSON number with a fraction as a double, so ``0.1000000000000000001`` would
-    reach it as ``0.1``: such a record is left to the record path, which reads the digits.
-    A line with no run of 16 digits and points holds no longer number, and then only Spark's
-    text is looked at (one test per line, not a search of the line per column)."""
+    reach it as ``0.1``: such a record is left to the record path, which reads the digits."""
+    number = F.regexp_extract(raw, '"' + re.escape(name) + r'"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1)
     # and as Spark renders it: Java 17's rendering of a double may carry digits the input did
     # not have; two decimals of at most 15 digits each that are one double are one number
-    rendered = (F.length(v) <= F.lit(15)) | (_digits(v) <= F.lit(15))
-    number = F.regexp_extract(raw, '"' + re.escape(name) + r'"\s*:\s*(-?[0-9][0-9.eE+-]*)', 1)
-    as_written = (number == F.lit("")) | ((_digits(number) <= F.lit(15)) & rendered)
-    return F.when(~raw.rlike("[0-9.]{16}"), rendered).otherwise(as_written)
+    return (number == F.lit("")) | ((_digits(number) <= F.lit(15)) & (_digits(v) <= F.lit(15)))
 
 
 def _digits(number: Column) -> Column:
