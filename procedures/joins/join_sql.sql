@@ -10,6 +10,9 @@
 --       final: records in the range, not late, with no pair among the results whose ts can hold
 --       one (a pair's ts is within after -- right: before -- of the record's time);
 --   show_sql  ($1, $2: a time range) seq, ts, emitted_at, l, r (jsonb) of the join's answers.
+-- Results are written in ts order: the ts index then takes them near its right edge, in pages
+-- it has just written, not at random places across the batch's window (measured: about a tenth
+-- of a result's cost in the database, the sort included).
 -- An asof join has show_sql alone, and late_right_sql too when its right stream is a table.
 -- Every identifier goes through format('%I').
 CREATE OR REPLACE FUNCTION slidewin.join_sql(p_name text)
@@ -63,7 +66,7 @@ BEGIN
                 'AND r.%s BETWEEN n.%s - %s AND n.%s + %s '
                 'WHERE %sr.%s >= $2 AND r.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text)',
+                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text) ORDER BY 1',
                 v_res, v_ltarget, v_rtarget, v_lt, v_rt,
                 (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_left) c),
                 (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
@@ -76,7 +79,7 @@ BEGIN
                 'AND l.%s BETWEEN n.%s - %s AND n.%s + %s '
                 'WHERE %sl.%s >= $2 AND l.%s <= $3 AND ($1::timestamptz IS NULL OR n.%s >= $1) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)%s',
+                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)%s ORDER BY 1',
                 v_res, v_ltarget, v_rtarget, v_lt, v_rt,
                 (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
                 (SELECT string_agg(format('n.%I', c), ', ') FROM unnest(v_j.select_right) c),
@@ -93,7 +96,7 @@ BEGIN
                 'WHERE %sl.%s >= $1 AND l.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
                 'WHERE j.ts >= $1 AND j.ts < $2 + %s AND j.%I = l.%s AND j.%I = l.%s) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text)',
+                'WHERE x.side = ''l'' AND x.ts = l.%s AND x.key = l.%s::text) ORDER BY 1',
                 v_res, v_ltarget, v_lt,
                 (SELECT string_agg(format('l.%I', c), ', ') FROM unnest(v_j.select_left) c),
                 v_ltab, v_lidx, v_lt, v_lt, v_res, v_after, 'l_' || v_l.time_column, v_lt,
@@ -103,7 +106,7 @@ BEGIN
                 'WHERE %sr.%s >= $1 AND r.%s < $2 AND NOT EXISTS (SELECT 1 FROM %s j '
                 'WHERE j.ts >= $1 AND j.ts < $2 + %s AND j.%I = r.%s AND j.%I = r.%s) '
                 'AND NOT EXISTS (SELECT 1 FROM %s x '
-                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text)',
+                'WHERE x.side = ''r'' AND x.ts = r.%s AND x.key = r.%s::text) ORDER BY 1',
                 v_res, v_rtarget, v_rt,
                 (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(v_j.select_right) c),
                 v_rtab, v_ridx, v_rt, v_rt, v_res, v_before, 'r_' || v_r.time_column, v_rt,
