@@ -2,9 +2,9 @@
 -- them on its registry row (so that the trigger and slidewin.join_advance never rebuild them):
 --   pair_left_sql / pair_right_sql  ($1: W before the batch; $2, $3: the other side's time range
 --       the new rows can match) the new rows of one side (the trigger's transition table
---       new_rows) hashed against the other side's stored rows in that range, read through its
---       time index -- a cost that follows the batch and its window, never the table -- leaving
---       out records late for the join;
+--       new_rows) hashed against the other side's stored rows in that range on the on-column
+--       and a time bin (v_bin below), read through its time index -- a cost that follows the
+--       batch and its window, never the table -- leaving out records late for the join;
 --   late_left_sql / late_right_sql  ($1: W) the new rows older than W, recorded as late;
 --   final_left_sql / final_right_sql  ($1, $2: a range of record times) the outer rows that became
 --       final: records in the range, not late, with no pair among the results whose ts can hold
