@@ -14,6 +14,11 @@ CREATE OR REPLACE FUNCTION slidewin.joins_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql
 SET jit = off  -- compiling a batch's statements costs more than it saves
+-- the pairs' hash join on (on-column, time bin) (slidewin.join_sql): the transition table and
+-- a batch's new records carry no statistics, and a merge join sorting both sides or a nested
+-- loop probing the late records per pair is what the guesses pick otherwise
+SET enable_mergejoin = off
+SET enable_nestloop = off
 AS $$
 DECLARE
     v_j     slidewin.joins;
