@@ -459,9 +459,8 @@ def brute_count_windows(conn: psycopg.Connection,
         lows, highs = view.argmin(axis=1), view.argmax(axis=1)
         out = [(k + 1, 1000, running[k + 1000] - running[k], vals[k + int(lows[k])],
                 vals[k + int(highs[k])]) for k in range(len(view))]
-    # fewer events stored than the windows cover: the built-in stream's last windows are
-    # shorter, a declared stream's are whole windows only (slidewin.stream_count_windows)
-    for k in range(len(out), 0 if source.declared else min(len(vals), 100000 - 1000 + 1)):
+    # fewer events stored than the windows cover: the last windows are shorter (every stream's)
+    for k in range(len(out), min(len(vals), 100000 - 1000 + 1)):
         end = min(k + 1000, len(vals))
         part = floats[k:end]
         out.append((k + 1, end - k, running[end] - running[k], vals[k + int(part.argmin())],
