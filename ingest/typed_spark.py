@@ -14,9 +14,9 @@ bad records, which it must write as dead letters anyway.
 What is clean, per column type (text read from JSON or CSV; Parquet columns are typed already):
 
 * every record: no NUL byte, valid UTF-8, a key and time column present, every required
-  column present, its time within the batch's limits (future, expired, late); JSON: an
-  object whose members are named once, with no ``\\u`` escape; CSV: as many fields as the
-  header, quotes only around whole fields;
+  column present, its time within the batch's limits (future, expired, late); JSON: one
+  object alone on its line, whose members are named once, with no ``\\u`` escape; CSV: as
+  many fields as the header, quotes only around whole fields;
 * ``text``: any string (JSON: not ``{...}``, ``[...]`` or a number with a fraction, which Spark
   renders in Java's way); a key or indexed column at most ``MAX_KEY_CHARS`` characters;
 * ``bigint``/``integer``: digits with an optional sign, within range;
@@ -71,10 +71,10 @@ _JAVA_FLOAT = r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$"  # how Spark renders a 
 _ISO = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
         r"(Z|[+-][0-9]{2}:[0-9]{2})?$")
 _BOOLEANS = {**{w: True for w in typed.TRUE_WORDS}, **{w: False for w in typed.FALSE_WORDS}}
-# a CSV line whose quotes, if any, are around whole fields and hold none
 # Spark's JSON reader as strict as a JSON parser where it can be: no single quotes, no NaN
 JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
                 "allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
+# a CSV line whose quotes, if any, are around whole fields and hold none
 _CSV_QUOTES = r'^(?:"[^"]*+"|[^",]*+)(?:,(?:"[^"]*+"|[^",]*+))*+$'
 CSV_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt", "escape": '"'}
 _CLEAN, _SOURCE, _RAW, _EXTRA, _ODD, _HEADER = (
