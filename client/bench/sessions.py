@@ -16,8 +16,9 @@ keys. A first end-to-end run, not counted, warms Spark up.
 
 ``stream``: the same over a declared benchmark stream (``--stream wide``, client/bench/streams.py)
 -- the same keys and times, the stream's own columns, its files under ``<landing>/<stream>/``,
-the definition over it (its default measure: none for ``wide``, whose integer column is not
-required, so its sessions count events only) and the copy phase through its own COPY. Its key
+the definition over it (summing the stream's ``session_measure``: ``count``, the required
+bigint column of ``wide``, so its sessions sum, as the built-in stream's sum ``val``) and the
+copy phase through its own COPY. Its key
 windows are ``slidewin.stream_tumbling`` over one key, and its key index is the stream's own
 (``slidewin.key_index(true, stream)``: its table (key, time) INCLUDE (its measures)).
 """
@@ -95,7 +96,8 @@ def _prepare(dsn: str, variant: str, stream: BenchStream) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         stream.declare(conn)
         if variant == "sessions":
-            sessions.define(conn, replace(DEFINITION, stream=stream.name))
+            sessions.define(conn, replace(DEFINITION, stream=stream.name,
+                                          measure=stream.session_measure))
         elif variant == "key_index":
             key_windows.set_index(conn, True, stream.name)
 

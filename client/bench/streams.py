@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 WIDE_COLUMNS = (
     Column("device", "text"), Column("ts", "timestamptz"), Column("temp", "double precision"),
     Column("pressure", "double precision"), Column("amount", "numeric(12,2)"),
-    Column("count", "bigint"), Column("label", "text"), Column("ok", "boolean"),
+    Column("count", "bigint", required=True), Column("label", "text"), Column("ok", "boolean"),
 )
 WIDE_MEASURES = ("temp", "pressure")
 KEYS = 1000
@@ -82,6 +82,9 @@ class BenchStream:
     measures: tuple[str, ...] = ()
     time: str = "ts"
     key_prefix: str = "key-"  # of the keys ``spread`` draws: <prefix><0 .. KEYS - 1>
+    # what a session window over it sums (a required integer column): None, the stream's own
+    # default (val for the built-in stream)
+    session_measure: str | None = None
 
     @property
     def declared(self) -> bool:
@@ -166,7 +169,8 @@ def _once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
 
 
 WIDE = BenchStream("wide", key="device", measure="temp", make_rows=_wide_rows,
-                   columns=WIDE_COLUMNS, measures=WIDE_MEASURES, key_prefix="dev-")
+                   columns=WIDE_COLUMNS, measures=WIDE_MEASURES, key_prefix="dev-",
+                   session_measure="count")
 BENCH_STREAMS = {s.name: s for s in (
     BenchStream("events", key="uuid", measure="val", make_rows=_events_rows), WIDE)}
 
