@@ -29,7 +29,7 @@ DECLARE
     v_mins   text := 'sum(n)';  -- the minute grain's aggregates of the second rollups
 BEGIN
     SELECT * INTO STRICT v_s FROM slidewin.streams WHERE name = p_name AND NOT builtin;
-    v_ts := format('date_trunc(''second'', %I, ''UTC'')', v_s.time_column);
+    v_ts := format('slidewin.grain_floor(%I, 1)', v_s.time_column);  -- inlined: see there
     FOREACH v_m IN ARRAY v_s.measures LOOP
         SELECT c->>'type' INTO v_type FROM jsonb_array_elements(v_s.columns) c
          WHERE c->>'name' = v_m;

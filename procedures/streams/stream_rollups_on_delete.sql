@@ -14,12 +14,12 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT v_s FROM slidewin.streams WHERE name = TG_ARGV[0];
     IF TG_OP = 'UPDATE' THEN
-        EXECUTE format('SELECT array_agg(DISTINCT s) FROM (SELECT date_trunc(''second'', %1$I, '
-                       '''UTC'') FROM old_rows UNION SELECT date_trunc(''second'', %1$I, ''UTC'') '
-                       'FROM new_rows) AS u(s)', v_s.time_column) INTO v_secs;
+        EXECUTE format('SELECT array_agg(DISTINCT s) FROM (SELECT slidewin.grain_floor(%1$I, 1) '
+                       'FROM old_rows UNION SELECT slidewin.grain_floor(%1$I, 1) FROM new_rows) '
+                       'AS u(s)', v_s.time_column) INTO v_secs;
     ELSE
-        EXECUTE format('SELECT array_agg(DISTINCT date_trunc(''second'', %I, ''UTC'')) '
-                       'FROM old_rows', v_s.time_column) INTO v_secs;
+        EXECUTE format('SELECT array_agg(DISTINCT slidewin.grain_floor(%I, 1)) FROM old_rows',
+                       v_s.time_column) INTO v_secs;
     END IF;
     IF v_secs IS NULL THEN
         RETURN NULL;

@@ -8,7 +8,7 @@ AS $$
 BEGIN
     PERFORM slidewin.rollups_subtract(array_agg(sec), array_agg(part), array_agg(n),
                                       array_agg(total), array_agg(vmin), array_agg(vmax))
-    FROM (SELECT date_trunc('second', ts, 'UTC') AS sec, part, count(*) AS n,
+    FROM (SELECT slidewin.grain_floor(ts, 1) AS sec, part, count(*) AS n,
                  sum(val) AS total, min(val) AS vmin, max(val) AS vmax
             FROM old_rows GROUP BY 1, 2) AS d
     HAVING count(*) > 0;
