@@ -38,6 +38,7 @@ _CACHES: dict[int, tuple[str, ClassCache | None]] = {}
 DRIVER_GC = "-XX:+UseParallelGC"
 EXCLUDED_RULES = "org.apache.spark.sql.catalyst.optimizer.PushFoldableIntoBranches"
 PARTITION_BYTES = 4 * 2**20  # input per Spark partition: a 200k-event Parquet file is ~3 MB
+HUGE_METHOD_LIMIT = 8000  # HotSpot's HugeMethodLimit: bytecode the JIT compiles at most
 FILE_OPEN_BYTES = 128 * 2**10  # what packing counts per file on top of its size
 # Spark's default log4j profile logs INFO until setLogLevel runs and announces itself. Ours
 # logs only FATAL by default: Spark's warnings and errors are not the user's to read -- a
@@ -139,6 +140,11 @@ def session_conf(
         # this rule would fold them back into literals, and each batch would compile its plan
         # anew (about 70-100 ms per job here); it only moves constant work into CASE branches
         "spark.sql.optimizer.excludedRules": EXCLUDED_RULES,
+        # a stage whose generated method passes HotSpot's 8000-byte limit ran interpreted (the
+        # JIT leaves such methods alone): a declared stream's JSON plan took 34 µs a line instead
+        # of 20. Past the limit Spark now runs the stage without whole-stage codegen (its
+        # expressions still compiled, in methods of their own), as Spark's docs advise on HotSpot
+        "spark.sql.codegen.hugeMethodLimit": str(HUGE_METHOD_LIMIT),
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         # local files without Hadoop's checksum layer: it looks for a ``.<name>.crc`` beside
         # every file it opens and cannot name one for a file whose name holds a colon, so
