@@ -65,11 +65,17 @@ def parse_ts(ts_s: Column, epoch_unit: str) -> Column:
     """ISO-8601 or an epoch number in ``epoch_unit``, within years 0001-9999; NULL otherwise.
     Spark's parser stops at a NUL and ignores the rest, so a ts holding one is refused here
     rather than stored as a prefix of itself."""
-    # an ISO time holds a ":", which spares the regular expression for almost every row
-    number = ~ts_s.contains(":") & ts_s.rlike(NUMBER)
-    parsed = F.when(number, to_timestamp(ts_s, epoch_unit)).otherwise(F.try_to_timestamp(ts_s))
+    parsed = parse_ts_unchecked(ts_s, epoch_unit)
     usable = ~ts_s.contains(NUL) & parsed.between(ts_lit(MIN_TS), ts_lit(MAX_TS))
     return F.when(usable, parsed)
+
+
+def parse_ts_unchecked(ts_s: Column, epoch_unit: str) -> Column:
+    """``parse_ts`` before its checks (a NUL, years 0001-9999): for a caller that checks the
+    result once it is a column of its own, so that Spark parses each time once."""
+    # an ISO time holds a ":", which spares the regular expression for almost every row
+    number = ~ts_s.contains(":") & ts_s.rlike(NUMBER)
+    return F.when(number, to_timestamp(ts_s, epoch_unit)).otherwise(F.try_to_timestamp(ts_s))
 
 
 def ts_lit(value: datetime) -> Column:
