@@ -87,13 +87,15 @@ class BenchStream:
     def declared(self) -> bool:
         return bool(self.columns)
 
-    def declare(self, conn: psycopg.Connection, name: str | None = None) -> None:
-        """Declare the stream (as ``name``: several of the same shape) in a fresh store; the
-        built-in stream is there already."""
+    def declare(self, conn: psycopg.Connection, name: str | None = None, *,
+                grace: timedelta = timedelta(hours=1), history: timedelta | None = None,
+                max_rows: int | None = None, partitions: int = 4) -> None:
+        """Declare the stream (as ``name``: several of the same shape) in a fresh store, with
+        the retention given; the built-in stream is there already."""
         if self.declared:
             streams.define(conn, name or self.name, key=self.key, time=self.time,
-                           columns=self.columns, measures=self.measures,
-                           grace=timedelta(hours=1))
+                           columns=self.columns, measures=self.measures, grace=grace,
+                           history=history, max_rows=max_rows, partitions=partitions)
 
     def spread(self, count: int, start_us: int, span_us: int, seed: int) -> pa.Table:
         """``count`` rows at random times in ``[start_us, start_us + span_us)`` (microseconds
