@@ -51,7 +51,7 @@ from slidewin.client.bench.ingest import (
 from slidewin.db import streams
 from slidewin.db.errors import ConfigError
 from slidewin.db.scratch import scratch_database
-from slidewin.db.streams import Column
+from slidewin.db.streams import Column, Stream
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -96,6 +96,11 @@ class BenchStream:
             streams.define(conn, name or self.name, key=self.key, time=self.time,
                            columns=self.columns, measures=self.measures, grace=grace,
                            history=history, max_rows=max_rows, partitions=partitions)
+
+    def as_stream(self) -> Stream:
+        """The declared stream as the store describes it (what ``slidewin client --stream``'s
+        generator and reporter take)."""
+        return Stream(self.name, self.key, self.time, self.columns, self.measures)
 
     def spread(self, count: int, start_us: int, span_us: int, seed: int) -> pa.Table:
         """``count`` rows at random times in ``[start_us, start_us + span_us)`` (microseconds
