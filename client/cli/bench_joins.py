@@ -64,6 +64,8 @@ def bench_joins(
     (join_cost_pct), its stored results against the exact answer (results_match),
     slidewin.join_show over one minute, pair freshness on a live ingest, and the same join
     written by hand in plain Spark. Uses throw-away databases on the configured server.
+    It takes no --stream (yet): its two streams are its own, orders and shipments, generated
+    with the shared customers, late shipments and closing records its exactness check needs.
 
     \b
     Examples:
