@@ -147,6 +147,7 @@ class Watchers:
         self.stop = threading.Event()
         self.thread_cpu: list[float] = []
         self.cpu_s = 0.0
+        self._spare: tempfile.TemporaryDirectory[str] | None = None  # a quiet generator's
         target = bench_stream(stream)
         self.conns = [connect(dsn, autocommit=True) for _ in range(2 if target.declared else 4)]
         self.backends = [int(c.info.backend_pid) for c in self.conns]
@@ -175,8 +176,8 @@ class Watchers:
     def _declared(self, stream: Stream) -> None:
         """What ``slidewin client --stream`` runs for a declared stream: its reporter, every
         second (its generator's counts are not part of the load: a generator of no files)."""
-        self._spare = tempfile.TemporaryDirectory(prefix="slidewin-bench-watch-")
-        quiet = TypedEventGenerator(TypedGeneratorConfig(Path(self._spare.name), stream))
+        spare = self._spare = tempfile.TemporaryDirectory(prefix="slidewin-bench-watch-")
+        quiet = TypedEventGenerator(TypedGeneratorConfig(Path(spare.name), stream))
         watch = StoreWatch(self.conns[1], stream_scope(stream.name))
         reporter = StreamReporter(self.conns[0], watch, stream, quiet, 10.0, Failures())
         self.threads = [
@@ -203,7 +204,7 @@ class Watchers:
         self.cpu_s = sum(self.thread_cpu) + server
         for c in self.conns:
             c.close()
-        if hasattr(self, "_spare"):
+        if self._spare is not None:
             self._spare.cleanup()
 
 
