@@ -145,7 +145,7 @@ def _wide_rows(device: pa.Array, ts: pa.Array, rng: np.random.Generator) -> pa.T
     labels = np.array(["idle", "run", "warn", "stop"])
     return pa.table({
         "device": device,
-        "ts": _once_per_key(device, ts),
+        "ts": once_per_key(device, ts),
         "temp": pa.array(20 + rng.normal(0, 5, count)),
         "pressure": pa.array(1000 + rng.normal(0, 30, count)),
         "amount": _amounts(rng, count),
@@ -155,7 +155,7 @@ def _wide_rows(device: pa.Array, ts: pa.Array, rng: np.random.Generator) -> pa.T
     })
 
 
-def _once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
+def once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
     """``ts`` with a (key, time) drawn twice moved on by 1 µs until each is once: a declared
     stream's table holds a (time, key) once, and a COPY holding one twice fails whole."""
     us = pc.cast(ts, pa.int64()).to_numpy().copy()
