@@ -4,8 +4,11 @@ dedup of the good rows.
 Spark hands over one table per batch (``parse.batch_output``). The dedup of (uuid, ts) within
 the batch runs here with Arrow's C++ hash aggregation instead of a Spark shuffle: on this
 2-core machine the shuffle cost more than the whole COPY of the batch (see the benchmark notes).
-The result is the same as ``parse.good_rows``: one row per (part, uuid, ts), the smallest val
-kept (deterministic, whatever the row order), ``copies`` = how many times it occurred.
+The result is the same as ``parse.good_rows``: one row per (part, uuid, ts), the first in the
+table's order kept (the files' order, each file's records in order: what a replay reads again),
+``copies`` = how many times it occurred. The same rule as every stream's, in a batch and across
+batches: the first record of an identity is stored, the later ones are duplicates -- it needs no
+measure (a declared stream may have several, or none).
 """
 
 from __future__ import annotations
@@ -75,17 +78,18 @@ def storable_details(bad: pa.Table) -> pa.Table:
 
 
 def dedup(good: pa.Table) -> pa.Table:
-    """One row per (part, uuid, ts), smallest val, with the count of copies."""
+    """One row per (part, uuid, ts), the first in ``good``'s order, with the count of copies
+    (an ordered aggregation: hence no threads)."""
     if good.num_rows == 0:
         return GOOD_SCHEMA.empty_table()
     grouped = good.group_by(["part", "uuid", "ts"], use_threads=False).aggregate(
-        [("val", "min"), ("val", "count")]
+        [("val", "first"), ("val", "count")]
     )
     return pa.table(
         [
             grouped["part"].cast(pa.int16()),
             grouped["uuid"],
-            grouped["val_min"],
+            grouped["val_first"],
             grouped["ts"].cast(pa.timestamp("us", tz="UTC")),
             grouped["val_count"],
         ],

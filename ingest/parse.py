@@ -466,14 +466,16 @@ def good_rows(df: DataFrame, partitions: int) -> DataFrame:
     """Valid rows, one per (uuid, ts): ``part, uuid, val, ts, copies`` -- the same result as
     ``batch.split`` computes on Arrow, as a Spark plan (kept for cross-checks in tests).
 
-    Duplicates within the batch collapse to one row; the kept ``val`` is the smallest, so the
-    choice is the same however Spark orders the batch (a replay picks the same row).
+    Duplicates within the batch collapse to one row; the first in the scan's order is kept
+    (``monotonically_increasing_id``: the partition, then the row in it), as ``batch.dedup``
+    keeps the first of each pulled partition.
     """
     ok = df.where(F.col("reason").isNull())
-    keyed = ok.select(partition_expr(F.col("uuid"), partitions).alias("part"), "uuid", "val", "ts")
+    keyed = ok.select(partition_expr(F.col("uuid"), partitions).alias("part"), "uuid", "val", "ts",
+                      F.monotonically_increasing_id().alias("_order"))
     return (
         keyed.groupBy("part", "uuid", "ts")
-        .agg(F.min("val").alias("val"), F.count(F.lit(1)).alias("copies"))
+        .agg(F.min_by("val", "_order").alias("val"), F.count(F.lit(1)).alias("copies"))
         .select("part", "uuid", "val", "ts", "copies")
     )
 

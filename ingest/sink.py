@@ -185,7 +185,7 @@ def write_batch(
         sessions_before = _session_seconds(conn)
         chunks = compute(state)
         written = _write_chunks(
-            conn, [chunks] if isinstance(chunks, BatchRows) else chunks, batch_id, insert
+            conn, [chunks] if isinstance(chunks, BatchRows) else chunks, stream, batch_id, insert
         )
         spark_rollups = apply_partials(conn, written.tally.presummed, written.partials)
         result = _finish(conn, query_id, stream, batch_id, written, inline, grace)
@@ -260,7 +260,8 @@ class _Written:
 
 
 def _write_chunks(
-    conn: psycopg.Connection, chunks: Iterable[Chunk | Partials], batch_id: int, insert: Insert
+    conn: psycopg.Connection, chunks: Iterable[Chunk | Partials], stream: str, batch_id: int,
+    insert: Insert,
 ) -> _Written:
     """Write each chunk while the next one is computed (at most one write in flight, so the
     writer thread is the only one that touches the tally until the end)."""
@@ -282,7 +283,7 @@ def _write_chunks(
                     accepted, paths = accepted + done[0], [*paths, done[1]]
                 if rows is None:
                     break
-                pending = pool.submit(_write_chunk, conn, rows, batch_id, tally, insert)
+                pending = pool.submit(_write_chunk, conn, rows, stream, batch_id, tally, insert)
                 del rows  # the writer holds the chunk until it is written
         finally:
             if pending is not None:  # never leave the transaction while a COPY still runs
@@ -296,12 +297,13 @@ def _value_counts(values: pa.ChunkedArray) -> dict:
 
 
 def _write_chunk(
-    conn: psycopg.Connection, chunk: Chunk, batch_id: int, tally: _Tally, insert: Insert
+    conn: psycopg.Connection, chunk: Chunk, stream: str, batch_id: int, tally: _Tally,
+    insert: Insert,
 ) -> tuple[int, str]:
     rows = chunk if isinstance(chunk, BatchRows) else chunk()
     accepted, path, rows = insert(conn, rows)
     tally.add(rows, path)
-    copy_dead_letters(conn, rows.bad, batch_id)
+    copy_dead_letters(conn, rows.bad, stream, batch_id)
     return accepted, path
 
 
@@ -500,9 +502,10 @@ def by_partition(rows: pa.Table) -> Iterator[tuple[str, bytes]]:
         offset += count
 
 
-def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) -> None:
-    """COPY the batch's dead letters; ``ts`` (the event time, when it parsed) goes to
-    ``event_ts``, which windows read to count the late events of a range."""
+def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, stream: str,
+                      batch_id: int) -> None:
+    """COPY the batch's dead letters, each naming ``stream``; ``ts`` (the event time, when it
+    parsed) goes to ``event_ts``, which windows read to count the late events of a range."""
     if bad.num_rows == 0:
         return
     if "raw_bytes" not in bad.column_names:  # only rows with inexact raw text carry bytes
@@ -511,11 +514,12 @@ def copy_dead_letters(conn: psycopg.Connection, bad: pa.Table, batch_id: int) ->
         bad.select(["source", "reason", "detail", "raw", "raw_bytes"])
         .append_column("event_ts", _event_times(bad))
         .append_column("batch_id", pa.array([batch_id] * bad.num_rows, pa.int64()))
+        .append_column("stream", pa.array([stream] * bad.num_rows, pa.string()))
     )
     _copy(
         conn,
-        "COPY slidewin.dead_letters (source, reason, detail, raw, raw_bytes, event_ts, batch_id) "
-        "FROM STDIN (FORMAT csv)",
+        "COPY slidewin.dead_letters (source, reason, detail, raw, raw_bytes, event_ts, batch_id, "
+        "stream) FROM STDIN (FORMAT csv)",
         to_csv(table),
     )
 

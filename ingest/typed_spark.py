@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -491,13 +492,49 @@ def _piece(layout: Layout, kind: str, header: list[str], table: pa.Table, target
         piece.tables.append(good)
         piece.newest(pc.max(good[layout.stream.time]).as_py())
     if suspects.num_rows:
-        _decide(layout, kind, header, suspects, limits, seen_headers, piece)
+        flags = clean.to_numpy(zero_copy_only=False)
+        accepted_at = _decide(layout, kind, header, suspects, limits, seen_headers, piece,
+                              np.flatnonzero(~flags).tolist())
+        if piece.rows and good.num_rows:
+            _first_of_each(layout, piece, np.flatnonzero(flags), accepted_at)
     return piece
 
 
+def _first_of_each(layout: Layout, piece: Parsed, clean_at: np.ndarray,
+                   accepted_at: list[int]) -> None:
+    """A (key, time) both among the piece's clean rows and the rows the record path accepted:
+    the record earlier in the partition (its files' order) stays, the other is a copy -- the
+    rule of every stream, whichever path typed the records. ``clean_at`` / ``accepted_at``:
+    where in the partition each clean row / accepted row was."""
+    table = piece.tables[0]
+    key, time = layout.stream.key, layout.stream.time
+    wanted = {(row[layout.key_index], row[layout.time_index]): (i, at)
+              for i, (row, at) in enumerate(zip(piece.rows, accepted_at, strict=True))}
+    keys = pa.array(list({k for k, _ in wanted}), table.schema.field(key).type)
+    candidates = np.flatnonzero(pc.is_in(table[key], value_set=keys).to_numpy(
+        zero_copy_only=False))
+    late_rows: set[int] = set()
+    late_clean: list[int] = []
+    for j in candidates.tolist():
+        hit = wanted.get((table[key][j].as_py(), table[time][j].as_py()))
+        if hit is not None:
+            if clean_at[j] < hit[1]:
+                late_rows.add(hit[0])
+            else:
+                late_clean.append(j)
+    if late_clean:
+        keep = np.ones(table.num_rows, dtype=bool)
+        keep[late_clean] = False
+        piece.tables[0] = table.filter(pa.array(keep))
+    piece.rows = [row for i, row in enumerate(piece.rows) if i not in late_rows]
+    piece.copies += len(late_clean) + len(late_rows)
+
+
 def _decide(layout: Layout, kind: str, header: list[str], suspects: pa.Table, limits: Limits,
-            seen_headers: set[str], piece: Parsed) -> None:
-    """The record path's verdict on each suspect record; rows it accepts join the piece."""
+            seen_headers: set[str], piece: Parsed, positions: list[int]) -> list[int]:
+    """The record path's verdict on each suspect record (at ``positions`` in the partition);
+    rows it accepts join the piece. Where in the partition each accepted row was."""
+    accepted_at: list[int] = []
     seen: set[tuple[Any, datetime]] = set()
     ki, ti = layout.key_index, layout.time_index
     sources = suspects[_SOURCE].to_pylist()
@@ -507,7 +544,7 @@ def _decide(layout: Layout, kind: str, header: list[str], suspects: pa.Table, li
     else:
         raws = suspects[_RAW].to_pylist()
     headers = suspects[_HEADER].to_pylist()
-    for source, raw, is_header in zip(sources, raws, headers, strict=True):
+    for at, source, raw, is_header in zip(positions, sources, raws, headers, strict=True):
         if kind == "csv" and is_header and source not in seen_headers:
             seen_headers.add(source)  # the file's header line: no record
             continue
@@ -518,7 +555,11 @@ def _decide(layout: Layout, kind: str, header: list[str], suspects: pa.Table, li
         else:
             result = typed.parquet_row(layout, source, raw, limits)
         if result is not None:
+            before = len(piece.rows)
             piece.take(result, seen, ki, ti)
+            if len(piece.rows) > before:
+                accepted_at.append(at)
+    return accepted_at
 
 
 __all__ = ["TS", "FileGroups", "SpanningCsv", "csv_header", "group_files", "pieces"]

@@ -204,18 +204,23 @@ def expire_sessions(conn: psycopg.Connection, chunk: int, max_rounds: int = 1000
 
 
 def nibble_streams(
-    conn: psycopg.Connection, now: datetime, chunk: int, max_rounds: int = 1000
+    conn: psycopg.Connection, now: datetime, chunk: int, max_rounds: int = 1000,
+    on_nibble: Callable[[str, int, float], None] | None = None,
 ) -> dict[str, int]:
     """Each declared stream with a history or a row limit: its events older than ``now`` -
     history or beyond its newest ``max_rows``, in calls of at most ``chunk`` rows
     (``db.streams.nibble``, each committing on its own), while a call fills its chunk; the rows
-    deleted per stream (streams with nothing due left out)."""
+    deleted per stream (streams with nothing due left out). ``on_nibble`` hears of each call:
+    (stream, rows deleted, wall time in ms)."""
     deleted: dict[str, int] = {}
     for stream in streams.list_streams(conn, declared_only=True):
         if stream.history is None and stream.max_rows is None:
             continue
         for _ in range(max_rounds):
+            began = time.perf_counter()
             n = streams.nibble(conn, stream.name, now, chunk)
+            if on_nibble is not None:
+                on_nibble(stream.name, n, (time.perf_counter() - began) * 1000)
             if n:
                 deleted[stream.name] = deleted.get(stream.name, 0) + n
             if n < chunk:

@@ -64,6 +64,8 @@ class Runtime:
     stop: threading.Event = field(default_factory=threading.Event)
     report: Callable[[str], None] = lambda _msg: None
     on_round: Callable[[RoundResult], None] | None = None
+    # each declared stream's nibble call: (stream, rows deleted, ms) -- `bench retention --stream`
+    on_nibble: Callable[[str, int, float], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     pools: dict[tuple[str, int], NibblePool] = field(default_factory=dict)
     vacuums: list[BackgroundVacuum] = field(default_factory=list)
@@ -203,7 +205,7 @@ def _retention(rt: Runtime, conn: psycopg.Connection, name: str, policy: Retenti
     if not result.skipped:
         vacuum.nudge()
     expired = expire_sessions(conn, policy.chunk, MAX_ROUNDS) if not result.skipped else 0
-    by_stream = nibble_streams(conn, rt.clock(), policy.chunk, MAX_ROUNDS)
+    by_stream = nibble_streams(conn, rt.clock(), policy.chunk, MAX_ROUNDS, rt.on_nibble)
     by_join = tick_joins(conn, rt.clock(), policy.chunk, MAX_ROUNDS)
     vacuumed, vacuum_ms = vacuum.drain()
     finished = rt.clock()
@@ -349,18 +351,21 @@ def run_scheduler(
     on_round: Callable[[RoundResult], None] | None = None,
     reconnect: ReconnectPolicy | None = None,
     clock: Clock = utc_now,
+    on_nibble: Callable[[str, int, float], None] | None = None,
 ) -> None:
     """Run the stored jobs until ``stop`` is set (or ``duration`` passed); then shut down cleanly.
 
     Callers install signal handlers that set ``stop``. Shutdown waits for running jobs, which
     check the same flag between rounds. A database that goes away is waited for (``reconnect``,
     default 3 minutes); if it does not come back, the scheduler stops and DatabaseUnavailable
-    is raised. ``clock`` is "now" for the jobs' retention cutoffs and run records.
+    is raised. ``clock`` is "now" for the jobs' retention cutoffs and run records; ``on_round``
+    hears of each retention round of the built-in stream, ``on_nibble`` of each nibble call of
+    a declared stream.
     """
     global _RUNTIME
     check_schema(dsn)
     _quiet_apscheduler()
-    runtime = Runtime(dsn, stop or threading.Event(), report, on_round,
+    runtime = Runtime(dsn, stop or threading.Event(), report, on_round, on_nibble,
                       reconnect_policy=reconnect or ReconnectPolicy(), clock=clock)
     _RUNTIME = runtime
     scheduler = make_scheduler(dsn, on_store_error=runtime.on_store_error)

@@ -138,3 +138,38 @@ def test_a_tiny_run_reports_every_figure_and_exact_results(pg_admin_dsn, monkeyp
     assert check["before"]["results_match"] is True
     assert check["after"]["results_match"] is False and check["after"]["missing"] == 1
     assert (datetime.now(UTC) - started) < timedelta(minutes=3)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_tiny_wide_run_joins_the_streams_rows_exactly_and_names_it(pg_admin_dsn):
+    """``--stream wide``: the wide stream's rows, keyed by the customers, are the left stream,
+    joined on its key ``device``, which the shipments hold too; the results are exact, the
+    generator's counts and the plain Spark join agree, and the JSON names the stream."""
+    result = CliRunner().invoke(cli, [
+        "--dsn", pg_admin_dsn, "-q", "bench", "joins", "--stream", "wide", "--events", "2000",
+        "--keys", "200", "--rate", "20", "--rows-per-file", "100", "--max-files-per-trigger",
+        "4", "--runs", "1", "--shows", "20", "--freshness-seconds", "3", "--freshness-rate",
+        "50", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    assert doc["stream"] == "wide" and doc["join"]["on"] == "device"
+    assert doc["results_match"] is True and doc["exact_matches_generator"] is True
+    assert doc["exact"]["pairs"] > 0 and doc["plain_spark_results_match"] is True
+    assert doc["wide_stored"] == doc["shipments_stored"] == 2002 and doc["dead_letters"] == 0
+    assert doc["result_freshness_pairs"] > 0
+
+
+def test_the_left_stream_of_a_benchmark_stream_is_its_rows_keyed_by_the_customers():
+    """``--stream events``: the left side is the built-in stream's rows, its uuid the
+    customer; the right side holds the customer under the same name (the join's on)."""
+    left = bench.left_stream("events")
+    assert (left.name, left.id, left.on) == ("events", "uuid", "uuid")
+    side = bench.make_side("o", 500, 20, T0, 100, seed=3, left=left)
+    assert side.table.column_names == ["uuid", "val", "ts"]
+    assert side.table.column("uuid").to_pylist() == list(bench.customer_names(side.key))
+    assert len(set(zip(side.table.column("uuid").to_pylist(), side.ts_us.tolist(),
+                       strict=True))) == 500
+    right = bench.make_side("s", 500, 20, T0, 100, seed=4, left=left)
+    assert right.table.column_names == ["shipment_id", "uuid", "weight", "ts"]
+    assert bench.left_stream(None) is bench.ORDERS

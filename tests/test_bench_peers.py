@@ -121,3 +121,45 @@ def test_a_tiny_run_reports_every_figure_and_equal_answers(pg_admin_dsn, tmp_pat
         runs["peer"][0] / runs["slidewin"][0], rel=0.01)
     assert list(tmp_path.iterdir()) == []  # the generated files are gone
     assert (datetime.now(UTC) - started) < timedelta(minutes=5)
+
+
+def test_the_wide_streams_seconds_compare_its_measure_on_both_sides(pg_admin_dsn: str):
+    """``--stream wide``: slidewin's exact rollups of the wide stream's ``temp`` and the peer's
+    floating-point sums of the same rows match; a sum off by more than 1e-9 of itself, or a
+    count off by one, does not."""
+    from slidewin.client.bench.streams import WIDE, copy_limit_wide, make_wide
+
+    rows = make_wide(3_000, T0, 1_000, seed=8)
+    expected = bench.generated_seconds(rows, WIDE)
+    assert sum(n for n, *_ in expected.values()) == 3_000
+    with scratch_database(pg_admin_dsn, partitions=2) as store, \
+            psycopg.connect(store, autocommit=True) as conn:
+        WIDE.declare(conn)
+        copy_limit_wide(store, rows, 1_000)
+        ours = bench.slidewin_seconds(conn, WIDE)
+        ours_rows = bench.count_rows(conn, WIDE.table)
+        assert bench.compare(expected, ours, 3_000, ours_rows)["match"]
+        bench.create_peer_tables(conn, WIDE)
+        bench.write_peer_batch(conn, rows, [(sec, *agg) for sec, agg in expected.items()], WIDE)
+        theirs = bench.peer_seconds(conn)
+        assert bench.compare(ours, theirs, ours_rows,
+                             bench.count_rows(conn, sql.Identifier(bench.RAW)))["match"]
+    sec = min(ours)
+    n, total, vmin, vmax = ours[sec]
+    assert not bench.same_second(ours[sec], (n, total * (1 + 1e-7), vmin, vmax))
+    assert not bench.same_second(ours[sec], (n + 1, total, vmin, vmax))
+    assert bench.same_second(ours[sec], (n, total * (1 + 1e-12), vmin, vmax))
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_tiny_wide_run_matches_and_names_the_stream(pg_admin_dsn, tmp_path):
+    result = CliRunner().invoke(cli, [
+        "--dsn", pg_admin_dsn, "-q", "bench", "peers", "--stream", "wide", "--events", "20k",
+        "--rows-per-file", "5k", "--runs", "1", "--work-dir", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    assert doc["stream"] == "wide" and doc["files"] == 4
+    assert doc["results_match"] is True and doc["matches_generator"] is True
+    assert doc["slidewin_rows"] == doc["peer_rows"] == 20_000
+    assert list(tmp_path.iterdir()) == []

@@ -257,8 +257,8 @@ def _fill(dsn: str) -> None:
         )
         sessions.define(conn, sessions.SessionDef("visits", timedelta(seconds=30)))
         put(conn, [(k, 5, at(i)) for i, k in enumerate(keys_in(1, 4))])
-        conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw) "
-                     "VALUES ('f.jsonl', 'malformed', 'x')")
+        conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, stream) "
+                     "VALUES ('f.jsonl', 'malformed', 'x', 'events')")
         conn.execute("INSERT INTO slidewin.ingest_batches (query_id, batch_id) VALUES ('q', 0)")
         conn.execute("INSERT INTO slidewin.stream_state (stream, newest_ts) VALUES ('q', now())")
         conn.execute("SELECT slidewin.delete_after_date(1, %s, 1)", (at(1),))

@@ -107,8 +107,8 @@ def _batch_marker(conn, batch_id: int, accepted: int) -> None:
 
 
 def _dead_letter(conn, reason: str) -> None:
-    conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw) VALUES ('t', %s, 'x')",
-                 (reason,))
+    conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, stream) "
+                 "VALUES ('t', %s, 'x', 'events')", (reason,))
 
 
 def test_watch_counts_ingested_rejected_and_deleted_since_it_began(conn, watch_conn):

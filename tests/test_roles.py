@@ -318,7 +318,8 @@ def test_the_jobs_run_retention_and_insert_nothing(store: str, prefix: str) -> N
         assert conn.execute("SELECT slidewin.refresh_minute_history()").fetchone() == (True,)
         for statement in ("INSERT INTO slidewin.events (part, uuid, val, ts) "
                           "VALUES (0, 'x', 1, now())",
-                          "INSERT INTO slidewin.dead_letters (reason) VALUES ('late')",
+                          "INSERT INTO slidewin.dead_letters (source, reason, raw, stream) "
+                          "VALUES ('f', 'late', 'x', 'events')",
                           "TRUNCATE slidewin.rollups"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)

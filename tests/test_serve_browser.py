@@ -116,8 +116,8 @@ def store(make_store) -> Iterator[tuple[str, LiveWriter]]:
     dsn = make_store(4)
     with psycopg.connect(dsn, autocommit=True) as conn:
         setup_store(conn)
-        conn.execute("INSERT INTO slidewin.dead_letters (source, reason, detail, raw) "
-                     "SELECT 'old.jsonl', 'malformed', 'not JSON', '{\"uuid\": ' || i "
+        conn.execute("INSERT INTO slidewin.dead_letters (source, reason, detail, raw, stream) "
+                     "SELECT 'old.jsonl', 'malformed', 'not JSON', '{\"uuid\": ' || i, 'events' "
                      "FROM generate_series(1, 25) i")
         streams.define(conn, "plain", key="id", time="ts", columns=[Column("id", "text")])
         conn.execute("INSERT INTO slidewin_streams.plain (id, ts) SELECT 'p' || i, "

@@ -65,8 +65,8 @@ def test_dead_letters_are_counted_by_stream_and_reason_and_stay_counted(cconn):
     cconn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, stream) "
                   "VALUES ('s.jsonl', 'bad_type', '{}', 'sensors')")
     with pytest.raises(psycopg.errors.RaiseException), cconn.transaction():
-        cconn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw) "
-                      "VALUES ('x', 'malformed', 'x')")
+        cconn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, stream) "
+                      "VALUES ('x', 'malformed', 'x', 'events')")
         cconn.execute("DO $$ BEGIN RAISE EXCEPTION 'rolled back'; END $$")
     expected = {("events", "late"): 2, ("events", "malformed"): 1, ("sensors", "bad_type"): 1}
     assert _dead(cconn) == expected

@@ -97,7 +97,7 @@ def test_late_events_of_a_declared_stream_are_dead_lettered_with_its_names(both)
         "SELECT source, stream, raw FROM slidewin.dead_letters WHERE reason = 'late' "
         "ORDER BY source").fetchall()
     assert [(src, stream, json.loads(raw)) for src, stream, raw in letters] == [
-        ("session:ev", None, {"uuid": "a", "val": 3, "ts": "2026-01-01T12:00:30+00:00"}),
+        ("session:ev", "events", {"uuid": "a", "val": 3, "ts": "2026-01-01T12:00:30+00:00"}),
         ("session:vs", "visits", {"who": "a", "amount": 3, "at_ts": "2026-01-01T12:00:30+00:00"})]
     # the late event is stored all the same, in both tables
     assert both.execute("SELECT count(*) FROM slidewin_streams.visits").fetchone()[0] == 4

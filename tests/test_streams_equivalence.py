@@ -21,10 +21,6 @@ What the test leaves out, and why:
 - The parsers' rules (late, expired, future, bad values) are not run: the events' run in Spark,
   the declared streams' in ``ingest.typed``/``typed_spark``, and their own tests cover them.
   A row behind the watermark is therefore stored, on both sides alike.
-- A (key, time) repeated inside one batch carries the same value here: the built-in ingest keeps
-  the copy with the smallest ``val`` (``ingest.batch.dedup``) but a declared stream keeps the
-  first (``ingest.typed.Parsed.take``, ``ON CONFLICT DO NOTHING``), so a batch holding
-  ("a", 5, t) then ("a", 3, t) stores 5 in a declared stream and 3 in events.
 
 The row limit is drawn over a one-partition events store (the twin keeps its two partitions):
 the events' policy splits a store-wide row limit into per-partition targets from the rollups
@@ -107,17 +103,6 @@ batch = st.fixed_dictionaries({
     "tags": st.lists(st.tuples(st.sampled_from(KEYS), times), max_size=5),
     "nibble": st.booleans(),  # retention runs after this batch
 })
-
-
-def same_value_within_batch(batch_rows: list[Row]) -> list[Row]:
-    """A (key, time) repeated within one batch takes its first value (the module docstring says
-    why)."""
-    first: dict[tuple[str, datetime], int] = {}
-    out = []
-    for key, val, ts in batch_rows:
-        val = first.setdefault((key, ts), val)
-        out.append((key, val, ts))
-    return out
 
 
 # -- writing: each stream through its ingest sink -----------------------------------------------
@@ -313,7 +298,6 @@ def same_answers(dsn: str, parts: int, setup: dict[str, Any], batches: list[dict
             new = [(k, v, at_ms(ms)) for k, v, ms in b["rows"]]
             pool = sent + new
             new += [pool[c % len(pool)] for c in b["copies"] if pool]
-            new = same_value_within_batch(new)
             sent += new
             write_all(conn, i, new, [(k, at_ms(ms)) for k, ms in b["tags"]], grace, parts)
             if (history is not None or max_rows is not None) and b["nibble"]:

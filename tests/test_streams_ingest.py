@@ -261,6 +261,26 @@ def test_streams_with_the_same_keys_stay_apart_and_keep_extra(spark, store_dsn, 
     assert_rollups_brute_force(sconn, beta)
 
 
+def test_in_batch_duplicates_keep_the_first_on_every_stream(spark, store_dsn, sconn, tmp_path):
+    """Two records of one identity in one batch: the first is stored, on the built-in stream
+    and on a declared one alike, and the second is a duplicate -- though its value is the
+    smaller (the built-in stream once kept the smallest ``val``)."""
+    stream = sensors(sconn)
+    declared = folder(tmp_path, "sensors")
+    write_lines(tmp_path / "landing", "a.jsonl", [
+        json.dumps({"uuid": "a", "val": v, "ts": iso(0)}) for v in (9, 1, 5)])
+    write_lines(declared, "a.jsonl", [
+        json.dumps({"sensor": "a", "ts": iso(0), "temp": t, "n": t}) for t in (9, 1, 5)])
+    ingest_once(spark, store_dsn, tmp_path)
+    assert sconn.execute("SELECT uuid, val FROM slidewin.events").fetchall() == [("a", 9)]
+    assert [(r[0], r[2], r[4]) for r in rows_of(sconn, "sensors")] == [("a", 9.0, 9)]
+    counts = sconn.execute(
+        "SELECT rows_in, accepted, duplicates FROM slidewin.ingest_batches ORDER BY query_id"
+    ).fetchall()
+    assert counts == [(3, 1, 2), (3, 1, 2)]
+    assert_rollups_brute_force(sconn, stream)
+
+
 @pytest.mark.slow
 def test_stream_declared_while_ingest_runs_is_picked_up(spark, store_dsn, sconn, tmp_path):
     cfg = config(tmp_path, once=False, trigger=timedelta(milliseconds=500))

@@ -212,7 +212,9 @@ def by_spark(spark, folder: Path, layout: Layout) -> typed.Parsed:
     total, seen = typed.Parsed(), set()
     for piece in found:
         rows = [tuple(r.values()) for table in piece.tables for r in table.to_pylist()]
-        for row in rows + piece.rows:  # as the sink's ON CONFLICT DO NOTHING keeps them
+        # a piece holds a (key, time) among its tables or its rows, never both; across
+        # pieces the first written stays, as the sink's ON CONFLICT DO NOTHING keeps it
+        for row in rows + piece.rows:
             if (row[0], row[1]) in seen:
                 total.copies += 1
             else:
@@ -267,3 +269,24 @@ def test_clean_rows_leave_spark_typed_and_only_suspects_reach_the_record_path(
                         lambda self, *a, **kw: calls.append(1) or real(self, *a, **kw))
     got = by_spark(spark, tmp_path, Layout(STREAM))
     assert len(got.rows) == 500 and got.bad == [] and calls == []
+
+
+def test_a_key_and_time_twice_keeps_the_first_whichever_path_typed_it(spark, tmp_path):
+    """Duplicates within one partition, one record clean on Spark and the other one only the
+    record path can type (a double "NaN"): the first in the file is stored either way, as the
+    record path alone keeps it, and the other is a copy."""
+    def rec(key: str, x: Any, label: str) -> str:
+        return json.dumps({"k": key, "ts": iso(T0), "need": "y", "x": x, "label": label})
+
+    (tmp_path / "a.jsonl").write_text("\n".join([
+        rec("a", "NaN", "suspect first"), rec("a", 1.5, "clean second"),
+        rec("b", 2.5, "clean first"), rec("b", "NaN", "suspect second")]) + "\n")
+    layout = Layout(STREAM)
+    expected = parse_files(layout, [("a.jsonl", (tmp_path / "a.jsonl").read_bytes())], LIMITS)
+    assert sorted(r[2] for r in expected.rows) == ["clean first", "suspect first"]
+    groups = group_files(layout, [str(tmp_path / "a.jsonl")])
+    [piece] = list(pieces(spark, layout, groups, LIMITS, iter(())))
+    stored = [r[2] for r in piece.rows] + [
+        r["label"] for table in piece.tables for r in table.to_pylist()]
+    assert sorted(stored) == ["clean first", "suspect first"]
+    assert piece.copies == expected.copies == 2

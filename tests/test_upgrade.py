@@ -16,6 +16,7 @@ import psycopg
 import pyarrow as pa
 import pytest
 
+from slidewin.client.answers import store as answer_store
 from slidewin.db import sessions, windows
 from slidewin.db.schema import current_version, init_schema, latest_version
 from slidewin.ingest.batch import GOOD_SCHEMA
@@ -61,7 +62,8 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
         before = snapshot(conn)
         assert before["events"][0][0] == 286 and before["sessions"][0][0] == 7
         report = init_schema(conn)
-        assert report.applied_migrations == ("migrations/0002_stream_state_per_stream.sql",)
+        assert report.applied_migrations == ("migrations/0002_stream_state_per_stream.sql",
+                                             "migrations/0003_dead_letters_name_their_stream.sql")
         assert current_version(conn) == latest_version()
         assert snapshot(conn) == before
         assert_rollups_exact(conn)
@@ -77,8 +79,21 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
         # the upgraded store knows its streams: the built-in one, and can declare more
         assert conn.execute("SELECT name, builtin FROM slidewin.streams").fetchall() == [
             ("events", True)]
-        dead = conn.execute("SELECT count(*), count(stream) FROM slidewin.dead_letters").fetchone()
-        assert dead[0] > 0 and dead[1] == 0  # every old dead letter is the built-in stream's
+        # every old dead letter is the built-in stream's, and named so: read as events' by
+        # the one rule every reader has, whatever the stream (db dead-letters, the API, the
+        # dashboard, the windows' late count)
+        dead = conn.execute("SELECT count(*), count(*) FILTER (WHERE stream = 'events') "
+                            "FROM slidewin.dead_letters").fetchone()
+        assert dead[0] == 2 and dead[1] == 2
+        page = answer_store.dead_letters(conn, stream="events")
+        assert [(d["stream"], d["reason"]) for d in page.letters] == [
+            ("events", "malformed"), ("events", "late")]
+        assert answer_store.dead_letters(conn, stream="events", reason="late").letters
+        assert windows.status(conn, datetime(2026, 1, 1, 11, tzinfo=UTC),
+                              datetime(2026, 1, 1, 11, 1, tzinfo=UTC)).late == 1
+        with pytest.raises(psycopg.errors.NotNullViolation):
+            conn.execute("INSERT INTO slidewin.dead_letters (source, reason, raw) "
+                         "VALUES ('x', 'malformed', 'x')")
         # the old session window is events', over its measure val
         assert conn.execute("SELECT stream, measure FROM slidewin.session_defs").fetchall() == [
             ("events", "val")]

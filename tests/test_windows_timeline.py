@@ -103,10 +103,13 @@ def test_retention_cutting_a_window_makes_it_partial(timeline):
 
 def test_late_events_are_counted_for_the_range_they_belong_to(timeline):
     for ts in (at(3), at(9.9), at(10)):
-        timeline.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, event_ts) "
-                         "VALUES ('f', 'late', 'x', %s)", (ts,))
-    timeline.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, event_ts) "
-                     "VALUES ('f', 'expired', 'x', %s)", (at(4),))
+        timeline.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, event_ts, "
+                         "stream) VALUES ('f', 'late', 'x', %s, 'events')", (ts,))
+    timeline.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, event_ts, stream) "
+                     "VALUES ('f', 'expired', 'x', %s, 'events')", (at(4),))
+    # another stream's late events are that stream's, never the built-in one's
+    timeline.execute("INSERT INTO slidewin.dead_letters (source, reason, raw, event_ts, stream) "
+                     "VALUES ('g', 'late', 'x', %s, 'sensors')", (at(5),))
     assert windows.status(timeline, at(0), at(10)).late == 2
     assert windows.status(timeline, at(10), at(20)).late == 1
     assert windows.status(timeline, at(4), at(9)).late == 0

@@ -147,13 +147,12 @@ def _check_stream(conn: psycopg.Connection, stream: str | None) -> None:
 
 
 DEAD_LETTERS_SQL = """
-SELECT id, received_at, coalesce(stream, %(builtin)s) AS stream, source, reason, detail,
+SELECT id, received_at, stream, source, reason, detail,
        left(raw, %(chars)s) AS raw, length(raw) AS raw_chars, event_ts, batch_id
   FROM slidewin.dead_letters
  WHERE (%(before)s::bigint IS NULL OR id < %(before)s)
    AND (%(reason)s::text IS NULL OR reason = %(reason)s)
-   AND (%(stream)s::text IS NULL OR (%(stream)s = %(builtin)s AND stream IS NULL)
-        OR stream = %(stream)s)
+   AND (%(stream)s::text IS NULL OR stream = %(stream)s)
  ORDER BY id DESC
  LIMIT %(limit)s
 """
@@ -181,7 +180,7 @@ def dead_letters(conn: psycopg.Connection, *, stream: str | None = None,
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(DEAD_LETTERS_SQL, {"before": before, "reason": reason,
                                               "stream": stream, "limit": limit + 1,
-                                              "chars": RAW_CHARS, "builtin": BUILTIN}).fetchall()
+                                              "chars": RAW_CHARS}).fetchall()
     more = len(rows) > limit
     page = [{**r, "received_at": iso(r["received_at"]), "event_ts": iso(r["event_ts"])}
             for r in rows[:limit]]

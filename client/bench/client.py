@@ -12,6 +12,12 @@
    of 1 - with / without, in percent. Because a shared machine's noise can exceed the effect,
    the CPU the watchers used (their threads and their server backends) is also reported as a
    share of the ingest's CPU.
+
+``--stream wide`` measures the same for the declared benchmark stream of 8 typed columns
+(client/bench/streams.py): the generator of ``slidewin client --stream`` writing its files, the
+ingest reading them from ``<landing>/wide/`` into a store where it is declared, and the watchers
+that client runs for a declared stream -- its reporter (a stream has no max tracker or
+freshness poller of its own yet), every second.
 """
 
 from __future__ import annotations
@@ -29,15 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from slidewin.client.bench.stats import median
+from slidewin.client.bench.streams import bench_stream
 from slidewin.client.processes import Launch, slidewin_child, start_child
 from slidewin.client.sim.freshness import FreshnessTracker
 from slidewin.client.sim.generator import Batch, EventGenerator, GeneratorConfig, GeneratorStats
 from slidewin.client.sim.maxtracker import MaxTracker
-from slidewin.client.sim.reporter import Failures, Reporter, StoreWatch
+from slidewin.client.sim.reporter import Failures, Reporter, StoreWatch, stream_scope
 from slidewin.client.sim.session import FRESHNESS_POLL_S
+from slidewin.client.sim.typed_generator import TypedEventGenerator, TypedGeneratorConfig
+from slidewin.client.sim.typed_session import StreamReporter
 from slidewin.db.connect import connect
 from slidewin.db.errors import SlidewinError
 from slidewin.db.scratch import scratch_database
+from slidewin.db.streams import Stream
 
 
 class BenchError(SlidewinError):
@@ -45,6 +55,13 @@ class BenchError(SlidewinError):
 
 
 BATCH_LINE = re.compile(r"^\[text\] batch (\d+): in (\d+),")
+
+
+def batch_line(stream: str) -> re.Pattern[str]:
+    """The ingest's line for each batch of ``stream``: its number and the records in it."""
+    if not bench_stream(stream).declared:
+        return BATCH_LINE
+    return re.compile(rf"^\[stream {re.escape(stream)}\] batch (\d+): in (\d+),")
 Progress = Callable[[str], None]
 
 
@@ -57,24 +74,35 @@ class BenchSettings:
     files_per_batch: int = 8
     ingest_repeats: int = 3
     max_interval_s: float = 0.01
+    stream: str = "events"
 
 
-def generator_rate(fmt: str, seconds: float, repeats: int) -> list[float]:
+def generator(folder: Path, stream: str, **config: Any) -> EventGenerator | TypedEventGenerator:
+    """The client's generator of ``stream`` writing into the landing folder ``folder`` (a
+    declared stream's files go to ``folder/<name>/``)."""
+    target = bench_stream(stream)
+    if target.declared:
+        return TypedEventGenerator(TypedGeneratorConfig(folder, target.as_stream(), **config))
+    return EventGenerator(GeneratorConfig(folder, **config))
+
+
+def generator_rate(fmt: str, seconds: float, repeats: int, stream: str = "events"
+                   ) -> list[float]:
     """Unthrottled events/s of the generator, one figure per repeat."""
     rates = []
     for i in range(repeats):
         with tempfile.TemporaryDirectory(prefix="slidewin-bench-gen-") as tmp:
-            gen = EventGenerator(GeneratorConfig(Path(tmp), rate=0, fmt=fmt, seed=i))
+            gen = generator(Path(tmp), stream, rate=0, fmt=fmt, seed=i)
             began = time.monotonic()
             gen.run(threading.Event(), until=began + seconds)
             rates.append(gen.stats.events / (time.monotonic() - began))
     return rates
 
 
-def make_source(folder: Path, events: int, per_file: int) -> int:
+def make_source(folder: Path, events: int, per_file: int, stream: str = "events") -> int:
     """The fixed data set: ``events`` events in files of ``per_file``, timestamps of the last
     second (so no rule of the ingest rejects them: no late, expired or future events)."""
-    gen = EventGenerator(GeneratorConfig(folder, seed=42))
+    gen = generator(folder, stream, seed=42)
     end = datetime.now(UTC)
     files = -(-events // per_file)
     span = timedelta(seconds=1) / files
@@ -115,11 +143,18 @@ class Watchers:
     backends used (read from /proc when the server is local; else the threads only).
     """
 
-    def __init__(self, dsn: str, max_interval_s: float = 0.01) -> None:
+    def __init__(self, dsn: str, max_interval_s: float = 0.01, stream: str = "events") -> None:
         self.stop = threading.Event()
-        self.conns = [connect(dsn, autocommit=True) for _ in range(4)]
+        self.thread_cpu: list[float] = []
+        self.cpu_s = 0.0
+        self._spare: tempfile.TemporaryDirectory[str] | None = None  # a quiet generator's
+        target = bench_stream(stream)
+        self.conns = [connect(dsn, autocommit=True) for _ in range(2 if target.declared else 4)]
         self.backends = [int(c.info.backend_pid) for c in self.conns]
         self._backend_cpu0 = [proc_cpu_s(pid) for pid in self.backends]
+        if target.declared:
+            self._declared(target.as_stream())
+            return
         fresh = FreshnessTracker(give_up_s=3600)
         # as in the client, a batch waits to become visible: this one never does, so the
         # poller queries after every insert the ingest commits, as it would for a real batch
@@ -130,8 +165,6 @@ class Watchers:
                                  fresh, Failures())
         self.tracker = MaxTracker(self.conns[2], 30)
         fresh_step = fresh.poller(self.conns[3])
-        self.thread_cpu: list[float] = []
-        self.cpu_s = 0.0
         self.threads = [
             threading.Thread(target=self._loop, args=(1.0, self.reporter.report), daemon=True),
             threading.Thread(target=self._loop, args=(max_interval_s, self.tracker.poll),
@@ -139,6 +172,16 @@ class Watchers:
             threading.Thread(target=self._loop, args=(FRESHNESS_POLL_S, fresh_step),
                              daemon=True),
         ]
+
+    def _declared(self, stream: Stream) -> None:
+        """What ``slidewin client --stream`` runs for a declared stream: its reporter, every
+        second (its generator's counts are not part of the load: a generator of no files)."""
+        spare = self._spare = tempfile.TemporaryDirectory(prefix="slidewin-bench-watch-")
+        quiet = TypedEventGenerator(TypedGeneratorConfig(Path(spare.name), stream))
+        watch = StoreWatch(self.conns[1], stream_scope(stream.name))
+        reporter = StreamReporter(self.conns[0], watch, stream, quiet, 10.0, Failures())
+        self.threads = [
+            threading.Thread(target=self._loop, args=(1.0, reporter.report), daemon=True)]
 
     def _loop(self, interval: float, step: Callable[[], object]) -> None:
         began = time.thread_time()
@@ -161,6 +204,8 @@ class Watchers:
         self.cpu_s = sum(self.thread_cpu) + server
         for c in self.conns:
             c.close()
+        if self._spare is not None:
+            self._spare.cleanup()
 
 
 @dataclass(frozen=True)
@@ -176,9 +221,10 @@ def ingest_rate(dsn: str, source: Path, work: Path, settings: BenchSettings,
     landing = work / "landing"
     shutil.copytree(source, landing)
     marks: list[tuple[float, int]] = []
+    line = batch_line(settings.stream)
 
     def on_line(text: str) -> None:
-        found = BATCH_LINE.match(text)
+        found = line.match(text)
         if found:
             marks.append((time.monotonic(), int(found.group(2))))
 
@@ -186,7 +232,7 @@ def ingest_rate(dsn: str, source: Path, work: Path, settings: BenchSettings,
                             "--landing", str(landing), "--checkpoint-dir", str(work / "ckpt"),
                             "--processed", "keep", "--query-id", "bench",
                             "--max-files-per-trigger", str(settings.files_per_batch))
-    watchers = Watchers(dsn, settings.max_interval_s) if watch else None
+    watchers = Watchers(dsn, settings.max_interval_s, settings.stream) if watch else None
     if watchers is not None:
         with watchers:
             code, cpu = _run_child(launch, work, on_line)
@@ -223,12 +269,14 @@ def reporter_overhead(admin_dsn: str, settings: BenchSettings,
     pairs = []
     with tempfile.TemporaryDirectory(prefix="slidewin-bench-client-") as tmp:
         source = Path(tmp) / "source"
-        make_source(source, settings.events, settings.file_events)
+        make_source(source, settings.events, settings.file_events, settings.stream)
         for i in range(settings.ingest_repeats):
             runs = {}
             for watch in (False, True) if i % 2 == 0 else (True, False):
                 with scratch_database(admin_dsn, prefix="slidewin_bench_client",
                                       partitions=8) as dsn:
+                    with connect(dsn, autocommit=True) as conn:
+                        bench_stream(settings.stream).declare(conn)
                     folder = Path(tmp) / f"run-{i}-{int(watch)}"
                     runs[watch] = ingest_rate(dsn, source, folder, settings, watch, progress)
             pairs.append((runs[False], runs[True]))

@@ -45,6 +45,11 @@ transaction, so a little before its commit) minus the wall time when the later o
 records' files was renamed into its landing folder; and, from a poller reading new results
 every 50 ms, when the pair was first seen committed. The server runs on this machine: one clock.
 
+``--stream events|wide``: the left stream is that benchmark stream instead of ``orders``, its
+generated rows (client/bench/streams.py) keyed by the customers, in time order, and the join is
+on its key, which the side stream ``shipments`` holds under the same name (``uuid`` or
+``device``). Without --stream the run is the one above.
+
 Benchmarks report, they do not assert.
 """
 
@@ -75,6 +80,7 @@ from slidewin.client.bench.ingest import (
     write_landing,
 )
 from slidewin.client.bench.stats import median, percentile
+from slidewin.client.bench.streams import BenchStream, bench_stream, once_per_key
 from slidewin.db import joins, streams
 from slidewin.db.scratch import scratch_database
 from slidewin.db.streams import Column
@@ -88,16 +94,55 @@ if TYPE_CHECKING:
 LEFT, RIGHT, JOIN = "orders", "shipments", "orders_shipments"
 LEFT_COLUMNS = (Column("order_id", "text"), Column("customer", "text"),
                 Column("amount", "double precision"), Column("ts", "timestamptz"))
-RIGHT_COLUMNS = (Column("shipment_id", "text"), Column("customer", "text"),
-                 Column("weight", "double precision"), Column("ts", "timestamptz"))
 SHOW_LIMIT = 20  # the default limit of `slidewin joins show`
-SPARK_TYPES = {"text": "string", "double precision": "double", "timestamptz": "timestamp"}
+SPARK_TYPES = {"text": "string", "double precision": "double", "timestamptz": "timestamp",
+               "bigint": "long", "boolean": "boolean", "numeric(12,2)": "decimal(12,2)"}
+EVENTS_COLUMNS = (Column("uuid", "text"), Column("val", "bigint"), Column("ts", "timestamptz"))
 # in this order in the first run: the plain Spark runs are compared with the first run with the
 # join
 VARIANTS = ("without", "with", "plain_spark")
 # tests: called with each store with the join, the range its results were compared over and
 # the comparison
 Check = Callable[[psycopg.Connection, datetime, datetime, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Left:
+    """The join's left stream: the bench's own ``orders`` (no --stream), or a benchmark
+    stream's generated rows (--stream), joined on its key -- its keys are the customers."""
+
+    name: str
+    id: str  # the stream's key: what names a left record in the join's answers
+    on: str  # the join's on-column, which the side stream holds under the same name
+    columns: tuple[Column, ...]
+    bench: BenchStream | None = None
+
+    @property
+    def table(self) -> sql.Composed:
+        if self.bench is not None:
+            return self.bench.table
+        return sql.SQL("{}").format(sql.Identifier("slidewin_streams", self.name))
+
+    def landing(self, root: Path) -> Path:
+        """Where the ingest over ``root`` reads the stream's files."""
+        return self.bench.landing(root) if self.bench is not None else root / self.name
+
+    @property
+    def right_columns(self) -> tuple[Column, ...]:
+        return (Column("shipment_id", "text"), Column(self.on, "text"),
+                Column("weight", "double precision"), Column("ts", "timestamptz"))
+
+
+ORDERS = Left(LEFT, "order_id", "customer", LEFT_COLUMNS)
+
+
+def left_stream(name: str | None) -> Left:
+    """``--stream``'s left stream (None: orders)."""
+    if name is None:
+        return ORDERS
+    target = bench_stream(name)
+    columns = target.columns if target.declared else EVENTS_COLUMNS
+    return Left(target.name, target.key, target.key, columns, target)
 
 
 @dataclass(frozen=True)
@@ -120,6 +165,11 @@ class JoinBenchOptions:
     freshness_rate: int = 1_000
     trigger: timedelta = DEFAULT_TRIGGER
     plain_spark: bool = True
+    stream: str | None = None  # the left stream: a benchmark stream's rows (None: orders)
+
+    @property
+    def left(self) -> Left:
+        return left_stream(self.stream)
 
     def bench(self) -> BenchOptions:
         """The ingest benchmark's options these runs share (files, batches, Spark)."""
@@ -150,7 +200,7 @@ class Side:
 
 def make_side(prefix: str, count: int, keys: int, start: datetime, rate: int, *,
               share: float = 0.0, disorder: timedelta = timedelta(0),
-              file_span: timedelta = timedelta(0), seed: int = 1) -> Side:
+              file_span: timedelta = timedelta(0), seed: int = 1, left: Left = ORDERS) -> Side:
     """``count`` records ``rate`` a second from ``start``, customers drawn from ``keys``; a
     ``share`` of them delayed by ``file_span`` (the event time one file holds: so that they
     land in a later file than newer records) up to ``disorder``, uniformly (from half of
@@ -166,11 +216,17 @@ def make_side(prefix: str, count: int, keys: int, start: datetime, rate: int, *,
     order = np.argsort(ts_us + delay, kind="stable")
     ts_us, arrival_us, key = ts_us[order], (ts_us + delay)[order], rng.integers(0, keys, count)
     ids = np.char.add(f"{prefix}-", np.char.zfill(np.arange(count).astype(str), 9))
-    left = prefix == "o"
+    is_left = prefix == "o"
+    if is_left and left.bench is not None:  # the benchmark stream's rows, a (key, time) once
+        ts = pa.array(ts_us, pa.timestamp("us", tz="UTC"))
+        customers = pa.array(customer_names(key))
+        table = left.bench.make_rows(customers, once_per_key(customers, ts), rng)
+        ts_us = table.column(left.bench.time).cast(pa.int64()).to_numpy()
+        return Side(table, ts_us, ts_us, key)
     table = pa.table({
-        "order_id" if left else "shipment_id": pa.array(ids),
-        "customer": pa.array(customer_names(key)),
-        "amount" if left else "weight": pa.array(np.round(rng.uniform(1, 500, count), 2)),
+        "order_id" if is_left else "shipment_id": pa.array(ids),
+        left.on: pa.array(customer_names(key)),
+        "amount" if is_left else "weight": pa.array(np.round(rng.uniform(1, 500, count), 2)),
         "ts": pa.array(ts_us, pa.timestamp("us", tz="UTC")),
     })
     return Side(table, ts_us, arrival_us, key)
@@ -212,11 +268,15 @@ def expected_counts(left: Side, right: Side, before: timedelta, after: timedelta
             "right_only": int((per_right == 0).sum())}
 
 
-def sentinel(side: Side, name: str, at: datetime, customer: str) -> pa.Table:
-    """One record of ``side``'s shape at ``at``, with a customer nobody else has."""
+def sentinel(side: Side, name: str, at: datetime, customer: str, left: Left = ORDERS
+             ) -> pa.Table:
+    """One record of ``side``'s shape at ``at``, with a customer nobody else has (a benchmark
+    stream's: its own row for that key and time)."""
+    when = pa.array([at], pa.timestamp("us", tz="UTC"))
     cols = side.table.column_names
-    return pa.table({cols[0]: [name], "customer": [customer], cols[2]: [0.0],
-                     "ts": pa.array([at], pa.timestamp("us", tz="UTC"))})
+    if left.bench is not None and left.id in cols and "shipment_id" not in cols:
+        return left.bench.make_rows(pa.array([customer]), when, np.random.default_rng(0))
+    return pa.table({cols[0]: [name], cols[1]: [customer], cols[2]: [0.0], "ts": when})
 
 
 # ---------------------------------------------------------------- stores
@@ -225,20 +285,37 @@ def sentinel(side: Side, name: str, at: datetime, customer: str) -> pa.Table:
 def declare(conn: psycopg.Connection, opts: JoinBenchOptions, *, join: bool,
             seed_at: datetime, now: datetime) -> None:
     """The two streams (grace: the join's), one record each at ``seed_at`` (a batch's writes:
-    insert, stream time raised), and the join when ``join``. ``conn``: autocommit."""
-    for name, key, cols in ((LEFT, "order_id", LEFT_COLUMNS),
-                            (RIGHT, "shipment_id", RIGHT_COLUMNS)):
-        streams.define(conn, name, key=key, time="ts", columns=cols, grace=opts.grace)
+    insert, stream time raised), and the join when ``join``. ``conn``: autocommit. A benchmark
+    stream as the left one is declared as its benchmarks declare it (the built-in one is there)."""
+    left = opts.left
+    if left.bench is not None:
+        left.bench.declare(conn, grace=opts.grace)
+    for name, key, cols in ((left.name, left.id, left.columns),
+                            (RIGHT, "shipment_id", left.right_columns)):
+        if name == RIGHT or left.bench is None:
+            streams.define(conn, name, key=key, time="ts", columns=cols, grace=opts.grace)
         with conn.transaction():
-            conn.execute(sql.SQL("INSERT INTO {} ({}, customer, ts) VALUES (%s, %s, %s)")
-                         .format(sql.Identifier("slidewin_streams", name), sql.Identifier(key)),
-                         (f"seed-{name}", f"seed-{name}", seed_at))
+            _seed(conn, left, name, key, seed_at)
             conn.execute("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
                          (name, seed_at, now, opts.grace))
     if join:
-        joins.define(conn, JOIN, left=LEFT, right=RIGHT, on="customer",
+        joins.define(conn, JOIN, left=left.name, right=RIGHT, on=left.on,
                      join_type=opts.join_type, before=opts.within, after=opts.within,
                      grace=opts.grace)
+
+
+def _seed(conn: psycopg.Connection, left: Left, name: str, key: str, at: datetime) -> None:
+    """One record of stream ``name`` at ``at``, its key (and on-column) ``seed-<name>``."""
+    seed = f"seed-{name}"
+    if name == left.name and left.bench is not None and not left.bench.declared:
+        conn.execute("INSERT INTO slidewin.events (part, uuid, val, ts) "
+                     "VALUES (slidewin.partition_of(%s), %s, 0, %s)", (seed, seed, at))
+        return
+    table = left.table if name == left.name else sql.Identifier("slidewin_streams", name)
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in dict.fromkeys((key, left.on)))
+    values = [seed] * (1 if key == left.on else 2)
+    conn.execute(sql.SQL("INSERT INTO {} ({}, ts) VALUES ({}, %s)").format(
+        table, cols, sql.SQL(", ").join(sql.Placeholder() * len(values))), (*values, at))
 
 
 def match(conn: psycopg.Connection, name: str, start: datetime, end: datetime) -> dict[str, Any]:
@@ -285,7 +362,7 @@ def show_times(conn: psycopg.Connection, start: datetime, end: datetime, calls: 
 
 
 def _spark_schema(columns: Sequence[Column]) -> str:
-    return ", ".join(f"{c.name} {SPARK_TYPES[c.type]}" for c in columns)
+    return ", ".join(f"`{c.name}` {SPARK_TYPES[c.type]}" for c in columns)
 
 
 def plain_spark_join(spark: SparkSession, land: Path, checkpoint: Path, dsn: str,
@@ -301,18 +378,21 @@ def plain_spark_join(spark: SparkSession, land: Path, checkpoint: Path, dsn: str
         df = df.select(*[F.col(c.name).alias(f"{prefix}_{c.name}") for c in columns])
         return df.withWatermark(f"{prefix}_ts", f"{int(opts.grace.total_seconds())} seconds")
 
+    left = opts.left
     within = int(opts.within.total_seconds() * 1000)
     condition = F.expr(
-        f"r_customer = l_customer AND r_ts BETWEEN l_ts - INTERVAL {within} MILLISECONDS "
+        f"r_{left.on} = l_{left.on} AND r_ts BETWEEN l_ts - INTERVAL {within} MILLISECONDS "
         f"AND l_ts + INTERVAL {within} MILLISECONDS")
     how = {"inner": "inner", "left": "leftOuter", "right": "rightOuter",
            "full": "fullOuter"}[opts.join_type]
-    joined = read(LEFT, LEFT_COLUMNS, "l").join(read(RIGHT, RIGHT_COLUMNS, "r"), condition, how)
-    columns = [f"l_{c.name}" for c in LEFT_COLUMNS] + [f"r_{c.name}" for c in RIGHT_COLUMNS]
+    joined = read(left.name, left.columns, "l").join(read(RIGHT, left.right_columns, "r"),
+                                                     condition, how)
+    both = [("l", c) for c in left.columns] + [("r", c) for c in left.right_columns]
+    columns = [f"{side}_{c.name}" for side, c in both]
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE TABLE plain_spark (l_order_id text, l_customer text, "
-                     "l_amount double precision, l_ts timestamptz, r_shipment_id text, "
-                     "r_customer text, r_weight double precision, r_ts timestamptz)")
+        conn.execute(sql.SQL("CREATE TABLE plain_spark ({})").format(sql.SQL(", ").join(
+            sql.SQL("{} {}").format(sql.Identifier(f"{side}_{c.name}"), sql.SQL(c.type))
+            for side, c in both)))
         copy_sql = f"COPY plain_spark ({', '.join(columns)}) FROM STDIN (FORMAT csv)"
 
         def write(batch: DataFrame, _batch_id: int) -> None:
@@ -329,10 +409,10 @@ def plain_spark_join(spark: SparkSession, land: Path, checkpoint: Path, dsn: str
         return time.perf_counter() - started
 
 
-def plain_spark_answer(dsn: str) -> Counter:
+def plain_spark_answer(dsn: str, left: Left = ORDERS) -> Counter:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        rows = conn.execute("SELECT l_ts, l_order_id, r_ts, r_shipment_id FROM plain_spark"
-                            ).fetchall()
+        rows = conn.execute(sql.SQL("SELECT l_ts, {}, r_ts, r_shipment_id FROM plain_spark")
+                            .format(sql.Identifier(f"l_{left.id}"))).fetchall()
     return Counter(tuple(r) for r in rows)
 
 
@@ -346,34 +426,39 @@ class _Producer:
     def __init__(self, land: Path, opts: JoinBenchOptions, start: datetime) -> None:
         self.land, self.opts = land, opts
         n = opts.freshness_rate * opts.freshness_seconds
-        self.left = make_side("o", n, opts.keys, start, opts.freshness_rate, seed=31)
+        self.left = make_side("o", n, opts.keys, start, opts.freshness_rate, seed=31,
+                              left=opts.left)
         self.right = make_side("s", n, opts.keys, start, opts.freshness_rate,
                                share=opts.disorder_share, disorder=opts.disorder,
-                               file_span=timedelta(seconds=1), seed=32)
+                               file_span=timedelta(seconds=1), seed=32, left=opts.left)
         self.start_us = int(start.timestamp() * 1_000_000)
-        self.visible: dict[str, float] = {}  # record id -> when its file was renamed in
+        # (a record's key, its time in µs) -> when its file was renamed in
+        self.visible: dict[tuple[str, int], float] = {}
         self.written = 0
 
     def run(self, stop: threading.Event) -> None:
         parts = []
-        for name, side in ((LEFT, self.left), (RIGHT, self.right)):
-            (self.land / name).mkdir(parents=True, exist_ok=True)
+        left = self.opts.left
+        for folder, side in ((left.landing(self.land), self.left),
+                             (self.land / RIGHT, self.right)):
+            folder.mkdir(parents=True, exist_ok=True)
             second = np.minimum((side.arrival_us - self.start_us) // 1_000_000,
                                 self.opts.freshness_seconds - 1)
-            parts.append((name, side, second))
+            parts.append((folder, side, second))
         tick = time.perf_counter()
         for k in range(self.opts.freshness_seconds):
             if stop.is_set():
                 return
-            for name, side, second in parts:
+            for folder, side, second in parts:
                 rows = np.flatnonzero(second == k)
                 if not len(rows):
                     continue
                 chunk = side.table.take(pa.array(rows))
-                write_file(chunk, self.land / name, f"live-{k:05d}", "parquet")
+                write_file(chunk, folder, f"live-{k:05d}", "parquet")
                 now = time.time()
-                for rid in chunk.column(0).to_pylist():
-                    self.visible[rid] = now
+                ids = chunk.column(0).to_pylist()
+                for rid, us in zip(ids, side.ts_us[rows].tolist(), strict=True):
+                    self.visible[(rid, us)] = now
                 self.written += len(rows)
             stop.wait(max(0.0, tick + k + 1 - time.perf_counter()))
 
@@ -421,7 +506,7 @@ def freshness(spark: SparkSession, admin: str, work: Path, opts: JoinBenchOption
         try:
             time.sleep(3.0)  # let the queries start before the first files land
             producer.run(stop)
-            _drained(store, producer.written + 2, timeout_s=120)
+            _drained(store, opts.left, producer.written + 2, timeout_s=120)
             time.sleep(0.2)
         finally:
             stop.set()
@@ -430,15 +515,18 @@ def freshness(spark: SparkSession, admin: str, work: Path, opts: JoinBenchOption
             poller.thread.join(timeout=10)
         with psycopg.connect(store, autocommit=True) as conn:
             pairs = conn.execute(sql.SQL(
-                "SELECT seq, l_order_id, r_shipment_id, extract(epoch FROM emitted_at)::float8 "
+                "SELECT seq, {}, l_ts, r_shipment_id, r_ts, "
+                "extract(epoch FROM emitted_at)::float8 "
                 "FROM {} WHERE l_ts IS NOT NULL AND r_ts IS NOT NULL").format(
+                    sql.Identifier(f"l_{opts.left.id}"),
                     sql.Identifier("slidewin_joins", JOIN))).fetchall()
             offset = _clock_offset(conn)
     emitted, visible = [], []
-    for seq, lid, rid, at in pairs:
-        if lid not in producer.visible or rid not in producer.visible:
+    for seq, lid, l_ts, rid, r_ts, at in pairs:
+        lkey, rkey = (lid, _us(l_ts)), (rid, _us(r_ts))
+        if lkey not in producer.visible or rkey not in producer.visible:
             continue
-        later = max(producer.visible[lid], producer.visible[rid])
+        later = max(producer.visible[lkey], producer.visible[rkey])
         emitted.append(at - offset - later)
         if seq in poller.seen:
             visible.append(poller.seen[seq] - later)
@@ -455,11 +543,16 @@ def _pct(samples: list[float], q: float) -> float | None:
     return round(percentile(samples, q), 3) if samples else None
 
 
-def _drained(dsn: str, rows: int, timeout_s: float) -> None:
+def _us(t: datetime) -> int:
+    """A time as microseconds since the epoch (the generated records' times)."""
+    return (t - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
+def _drained(dsn: str, left: Left, rows: int, timeout_s: float) -> None:
     """Until both streams hold ``rows`` records together (or the timeout)."""
     deadline = time.monotonic() + timeout_s
     query = sql.SQL("SELECT (SELECT count(*) FROM {}) + (SELECT count(*) FROM {})").format(
-        sql.Identifier("slidewin_streams", LEFT), sql.Identifier("slidewin_streams", RIGHT))
+        left.table, sql.Identifier("slidewin_streams", RIGHT))
     with psycopg.connect(dsn, autocommit=True) as conn:
         while time.monotonic() < deadline:
             row = conn.execute(query).fetchone()
@@ -494,14 +587,16 @@ def _generate(work: Path, opts: JoinBenchOptions, progress: Callable[[str], None
     start = (datetime.now(UTC) - timedelta(minutes=5) - span).replace(microsecond=0)
     progress(f"generating {opts.events:,} orders and as many shipments ({opts.keys:,} customers, "
              f"{span.total_seconds():,.0f} s of event time) in {work}")
-    left = make_side("o", opts.events, opts.keys, start, opts.rate, seed=21)
+    left = make_side("o", opts.events, opts.keys, start, opts.rate, seed=21, left=opts.left)
     right = make_side("s", opts.events, opts.keys, start, opts.rate, share=opts.disorder_share,
                       disorder=opts.disorder,
-                      file_span=timedelta(seconds=opts.rows_per_file / opts.rate), seed=22)
+                      file_span=timedelta(seconds=opts.rows_per_file / opts.rate), seed=22,
+                      left=opts.left)
     newest = datetime.fromtimestamp(max(left.ts_us.max(), right.ts_us.max()) / 1e6, UTC)
     end = (newest + opts.sentinel_after).replace(microsecond=0)
-    for name, side in ((LEFT, left), (RIGHT, right)):
-        last = pa.concat_tables([side.table, sentinel(side, f"end-{name}", end, f"end-{name}")])
+    for name, side in ((opts.left.name, left), (RIGHT, right)):
+        last = pa.concat_tables([side.table, sentinel(side, f"end-{name}", end, f"end-{name}",
+                                                      opts.left)])
         write_landing(last, work / "landing" / name, opts.bench())
     counts = expected_counts(left, right, opts.within, opts.within)
     if opts.join_type not in ("left", "full"):
@@ -511,11 +606,17 @@ def _generate(work: Path, opts: JoinBenchOptions, progress: Callable[[str], None
     return _Data(left, right, start, newest, end, counts)
 
 
-def _landing_copy(work: Path, name: str, files: int | None = None) -> str:
+def _landing_copy(work: Path, name: str, left: Left, files: int | None = None, *,
+                  by_name: bool = False) -> str:
     """A copy of the generated landing folders (the ingest deletes what it read), mtimes kept;
-    ``files``: the first few files of each stream only."""
-    for stream in (LEFT, RIGHT):
-        copy_landing(work / "landing" / stream, work / name / stream, files)
+    ``files``: the first few files of each stream only. The left stream's files go where the
+    ingest reads them (the built-in stream's: the landing folder itself), or with ``by_name``
+    to a folder of its name as the right stream's (the plain Spark join's)."""
+    for stream in (left.name, RIGHT):
+        into = work / name / stream
+        if stream == left.name and not by_name:
+            into = left.landing(work / name)
+        copy_landing(work / "landing" / stream, into, files)
     return name
 
 
@@ -537,14 +638,16 @@ def run_bench(admin: str, opts: JoinBenchOptions, progress: Callable[[str], None
         spark = build_session(opts.master)
         try:
             progress("warming Spark up (one small run, not counted)")
-            _ingest(spark, admin, work, opts, data, "without", _landing_copy(work, "warm", 2),
-                    found, None)
+            _ingest(spark, admin, work, opts, data, "without",
+                    _landing_copy(work, "warm", opts.left, 2), found, None)
             if opts.plain_spark:
-                _peer(spark, admin, work, _landing_copy(work, "warm-peer", 2), opts, None)
+                _peer(spark, admin, work,
+                      _landing_copy(work, "warm-peer", opts.left, 2, by_name=True), opts, None)
             variants = VARIANTS if opts.plain_spark else VARIANTS[:2]
             for r in range(opts.runs):
                 for variant in variants if r % 2 == 0 else tuple(reversed(variants)):
-                    land = _landing_copy(work, f"{variant}-{r}")
+                    land = _landing_copy(work, f"{variant}-{r}", opts.left,
+                                         by_name=variant == "plain_spark")
                     if variant == "plain_spark":
                         took = _peer(spark, admin, work, land, opts, found)
                     else:
@@ -593,21 +696,21 @@ def _check_join(conn: psycopg.Connection, opts: JoinBenchOptions, data: _Data,
     result["exact_shape"] = shape(reference)
     result["exact_matches_generator"] = result["exact_shape"] == data.expected
     status = joins.status(conn, JOIN)
-    result.update(late_left=status.late_left, late_right=status.late_right, **_stored(conn),
-                  complete_past_every_record=bool(status.complete_up_to
-                                                  and status.complete_up_to > data.newest))
+    complete = bool(status.complete_up_to and status.complete_up_to > data.newest)
+    result.update(late_left=status.late_left, late_right=status.late_right,
+                  **_stored(conn, opts.left), complete_past_every_record=complete)
     found.setdefault("reference", reference)
     if check is not None:
         check(conn, seeds, data.end, result)
     return result
 
 
-def _stored(conn: psycopg.Connection) -> dict[str, int]:
+def _stored(conn: psycopg.Connection, left: Left = ORDERS) -> dict[str, int]:
     """Records stored per stream and dead letters (a generated record never is one)."""
     out = {}
-    for name in (LEFT, RIGHT):
-        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
-            sql.Identifier("slidewin_streams", name))).fetchone()
+    for name, table in ((left.name, left.table),
+                        (RIGHT, sql.Identifier("slidewin_streams", RIGHT))):
+        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
         out[f"{name}_stored"] = int(row[0]) if row else 0
     row = conn.execute("SELECT count(*) FROM slidewin.dead_letters").fetchone()
     out["dead_letters"] = int(row[0]) if row else 0
@@ -621,7 +724,7 @@ def _peer(spark: SparkSession, admin: str, work: Path, land: str, opts: JoinBenc
     with scratch_database(admin) as target:
         took = plain_spark_join(spark, work / land, work / f"{land}-checkpoint", target, opts)
         if found is not None:
-            answer, reference = plain_spark_answer(target), found["reference"]
+            answer, reference = plain_spark_answer(target, opts.left), found["reference"]
             found["peer"].append({
                 "match": answer == reference, "count": sum(answer.values()),
                 "shape": shape(answer), "missing": sum((reference - answer).values()),
@@ -636,9 +739,11 @@ def _report(opts: JoinBenchOptions, data: _Data, seconds: dict[str, list[float]]
     matches: list[dict[str, Any]] = found["matches"]
     last = matches[-1] if matches else {}
     report: dict[str, Any] = {
+        "stream": opts.left.name,
         "events": opts.events, "keys": opts.keys, "runs": opts.runs, "rate_per_s": opts.rate,
         "join": {"type": opts.join_type, "within_s": opts.within.total_seconds(),
-                 "grace_s": opts.grace.total_seconds(), "on": "customer"},
+                 "grace_s": opts.grace.total_seconds(), "on": opts.left.on,
+                 "left": opts.left.name, "right": RIGHT},
         "disorder_share": opts.disorder_share, "disorder_max_s": opts.disorder.total_seconds(),
         "right_in_later_file_pct": in_later_file_pct(data.right.ts_us, opts.rows_per_file),
         "rows_per_file": opts.rows_per_file,
@@ -660,7 +765,7 @@ def _report(opts: JoinBenchOptions, data: _Data, seconds: dict[str, list[float]]
         "late_left": last.get("late_left"), "late_right": last.get("late_right"),
         "complete_past_every_record": bool(matches) and all(
             m["complete_past_every_record"] for m in matches),
-        "orders_stored": last.get("orders_stored"),
+        f"{opts.left.name}_stored": last.get(f"{opts.left.name}_stored"),
         "shipments_stored": last.get("shipments_stored"),
         "dead_letters": last.get("dead_letters"),
     }

@@ -27,11 +27,20 @@ Checked after every run: the peer's per-second table and raw row count equal sli
 rollups summed over the partitions per second and its raw row count (``results_match``), and
 both equal the per-second aggregates of the generated events (``matches_generator``).
 
+``--stream wide``: the same over the declared benchmark stream of 8 typed columns
+(client/bench/streams.py), 10,000 rows a second of event time, its files in ``<landing>/wide/``;
+slidewin stores it in a store that declares it, the peer reads them with the stream's schema
+into a plain table of its columns, and both sides' seconds are the count of rows and the sum,
+min and max of its measure ``temp``. slidewin sums a double exactly (the decimal of each
+value), the peer as Spark does (in floating point, in its own order): a double's sum matches
+to 1e-9 of itself, every other figure exactly.
+
 Benchmarks report, they do not assert.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 import time
@@ -55,6 +64,7 @@ from slidewin.client.bench.ingest import (
     write_landing,
 )
 from slidewin.client.bench.stats import median
+from slidewin.client.bench.streams import BenchStream, bench_stream, make_wide
 from slidewin.db.scratch import scratch_database
 from slidewin.ingest.config import DEFAULT_MAX_FILES
 from slidewin.ingest.typed_arrow import csv_bytes
@@ -68,8 +78,12 @@ SPARK_SCHEMA = "uuid string, val long, ts timestamp"
 PER_SECOND = 10_000  # events per second of event time, as `slidewin bench ingest`
 WARMUP_FILES = 2
 TARGET = ">= 2.0"
-# second -> (count, sum, min, max) of val
-Seconds = dict[datetime, tuple[int, int, int, int]]
+# second -> (count, sum, min, max) of the stream's measure (val for the built-in stream)
+Seconds = dict[datetime, tuple[Any, ...]]
+# the peer's Spark types of a declared stream's columns
+SPARK_TYPES = {"text": "string", "timestamptz": "timestamp", "double precision": "double",
+               "bigint": "long", "boolean": "boolean"}
+BUILT_IN = bench_stream("events")
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,7 @@ class PeersOptions:
     partitions: int = 8
     work_dir: Path | None = None  # where the generated files go (default: the temp directory)
     keep: bool = False  # keep the last run's databases and the generated files
+    stream: str = "events"
 
     def bench(self) -> BenchOptions:
         """The ingest benchmark's options these runs share (files, batches, Spark)."""
@@ -95,10 +110,10 @@ class PeersOptions:
 # ---------------------------------------------------------------- the answers
 
 
-def generated_seconds(events: pa.Table) -> Seconds:
+def generated_seconds(events: pa.Table, target: BenchStream = BUILT_IN) -> Seconds:
     """The per-second aggregates of the generated events, with Arrow (no Spark, no database)."""
-    keyed = pa.table({"sec": pc.floor_temporal(events["ts"], unit="second"),
-                      "val": events["val"]})
+    keyed = pa.table({"sec": pc.floor_temporal(events[target.time], unit="second"),
+                      "val": events[target.measure]})
     grouped = keyed.group_by("sec", use_threads=False).aggregate(
         [("val", "count"), ("val", "sum"), ("val", "min"), ("val", "max")])
     return {row["sec"]: (row["val_count"], row["val_sum"], row["val_min"], row["val_max"])
@@ -106,12 +121,21 @@ def generated_seconds(events: pa.Table) -> Seconds:
 
 
 def _seconds(conn: psycopg.Connection, query: sql.SQL | sql.Composed) -> Seconds:
-    return {sec.astimezone(UTC): (int(n), int(total), int(vmin), int(vmax))
+    def number(x: Any) -> Any:
+        return x if isinstance(x, float) or x is None else int(x) if x == int(x) else float(x)
+
+    return {sec.astimezone(UTC): (int(n), number(total), number(vmin), number(vmax))
             for sec, n, total, vmin, vmax in conn.execute(query).fetchall()}
 
 
-def slidewin_seconds(conn: psycopg.Connection) -> Seconds:
-    """slidewin's per-second rollups summed over the partitions."""
+def slidewin_seconds(conn: psycopg.Connection, target: BenchStream = BUILT_IN) -> Seconds:
+    """slidewin's per-second rollups summed over the partitions (a declared stream's: one row
+    a second already)."""
+    if target.declared:
+        m = target.measure
+        return _seconds(conn, sql.SQL("SELECT sec, n, {}, {}, {} FROM {}").format(
+            sql.Identifier(f"{m}_sum"), sql.Identifier(f"{m}_min"), sql.Identifier(f"{m}_max"),
+            sql.Identifier("slidewin_rollups", target.name)))
     return _seconds(conn, sql.SQL("SELECT sec, sum(n), sum(total), min(vmin), max(vmax) "
                                   "FROM slidewin.rollups GROUP BY sec"))
 
@@ -120,6 +144,15 @@ def peer_seconds(conn: psycopg.Connection) -> Seconds:
     """The peer's per-second table."""
     return _seconds(conn, sql.SQL("SELECT sec, n, total, vmin, vmax FROM {}")
                     .format(sql.Identifier(SECONDS)))
+
+
+def same_second(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Two seconds' figures equal: integers exactly, a double's to 1e-9 of itself (slidewin
+    sums doubles exactly, a peer in floating point)."""
+    return len(a) == len(b) and all(
+        x == y if isinstance(x, int) and isinstance(y, int)
+        else math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=1e-9)
+        for x, y in zip(a, b, strict=True))
 
 
 def count_rows(conn: psycopg.Connection, table: sql.Composable) -> int:
@@ -134,7 +167,7 @@ def compare(reference: Seconds, other: Seconds, reference_rows: int, other_rows:
     common = reference.keys() & other.keys()
     out = {"missing": len(reference.keys() - other.keys()),
            "extra": len(other.keys() - reference.keys()),
-           "differ": sum(reference[s] != other[s] for s in common),
+           "differ": sum(not same_second(reference[s], other[s]) for s in common),
            "rows": other_rows, "reference_rows": reference_rows}
     out["match"] = (out["missing"] == out["extra"] == out["differ"] == 0
                     and reference_rows == other_rows)
@@ -144,14 +177,32 @@ def compare(reference: Seconds, other: Seconds, reference_rows: int, other_rows:
 # ---------------------------------------------------------------- the peer
 
 
-def create_peer_tables(conn: psycopg.Connection) -> None:
-    """The peer's tables: raw rows (plain: no key, no index), per-second aggregates keyed by
-    the second, and the committed batch ids."""
-    conn.execute(sql.SQL("CREATE TABLE {} (uuid text NOT NULL, val bigint NOT NULL, "
-                         "ts timestamptz NOT NULL)").format(sql.Identifier(RAW)))
+def _columns(target: BenchStream) -> list[tuple[str, str]]:
+    """(name, type) of the stream's columns, in its files' order."""
+    if target.declared:
+        return [(c.name, c.type) for c in target.columns]
+    return [("uuid", "text"), ("val", "bigint"), ("ts", "timestamptz")]
+
+
+def spark_schema(target: BenchStream) -> str:
+    """The peer's schema of the stream's files (Spark's DDL)."""
+    if not target.declared:
+        return SPARK_SCHEMA
+    return ", ".join(f"`{name}` {SPARK_TYPES.get(type_, type_)}"
+                     for name, type_ in _columns(target))
+
+
+def create_peer_tables(conn: psycopg.Connection, target: BenchStream = BUILT_IN) -> None:
+    """The peer's tables: raw rows (plain: no key, no index), per-second aggregates of the
+    measure keyed by the second, and the committed batch ids."""
+    cols = _columns(target)
+    raw = sql.SQL(", ").join(sql.SQL("{} {} NOT NULL").format(sql.Identifier(n), sql.SQL(t))
+                             for n, t in cols)
+    conn.execute(sql.SQL("CREATE TABLE {} ({})").format(sql.Identifier(RAW), raw))
+    kind = sql.SQL(dict(cols)[target.measure])
     conn.execute(sql.SQL("CREATE TABLE {} (sec timestamptz PRIMARY KEY, n bigint NOT NULL, "
-                         "total numeric NOT NULL, vmin bigint NOT NULL, vmax bigint NOT NULL)")
-                 .format(sql.Identifier(SECONDS)))
+                         "total numeric NOT NULL, vmin {} NOT NULL, vmax {} NOT NULL)")
+                 .format(sql.Identifier(SECONDS), kind, kind))
     conn.execute(sql.SQL("CREATE TABLE {} (batch_id bigint PRIMARY KEY, "
                          "committed_at timestamptz NOT NULL DEFAULT now())")
                  .format(sql.Identifier(BATCHES)))
@@ -159,7 +210,6 @@ def create_peer_tables(conn: psycopg.Connection) -> None:
 
 CLAIM = sql.SQL("INSERT INTO {} (batch_id) VALUES (%s) ON CONFLICT DO NOTHING").format(
     sql.Identifier(BATCHES))
-COPY = sql.SQL("COPY {} (uuid, val, ts) FROM STDIN (FORMAT csv)").format(sql.Identifier(RAW))
 UPSERT = sql.SQL(
     "INSERT INTO {t} (sec, n, total, vmin, vmax) VALUES (%s, %s, %s, %s, %s) "
     "ON CONFLICT (sec) DO UPDATE SET n = {t}.n + excluded.n, total = {t}.total + excluded.total, "
@@ -175,13 +225,17 @@ def claim(conn: psycopg.Connection, batch_id: int) -> bool:
 
 
 def write_peer_batch(conn: psycopg.Connection, rows: pa.Table,
-                     seconds: Sequence[tuple[datetime, int, int, int, int]]) -> None:
-    """The batch's raw rows (uuid, val, ts) by COPY and its per-second aggregates merged into
-    the per-second table, in the caller's transaction."""
+                     seconds: Sequence[tuple[Any, ...]], target: BenchStream = BUILT_IN
+                     ) -> None:
+    """The batch's raw rows by COPY and its per-second aggregates merged into the per-second
+    table, in the caller's transaction."""
+    names = [n for n, _ in _columns(target)]
+    copy_sql = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv)").format(
+        sql.Identifier(RAW), sql.SQL(", ").join(sql.Identifier(n) for n in names))
     with conn.cursor() as cur:
         if rows.num_rows:
-            with cur.copy(COPY) as copy:
-                copy.write(csv_bytes(rows.select(["uuid", "val", "ts"])))
+            with cur.copy(copy_sql) as copy:
+                copy.write(csv_bytes(rows.select(names)))
         if seconds:
             cur.executemany(UPSERT, seconds)
 
@@ -192,13 +246,15 @@ def plain_spark_ingest(spark: SparkSession, land: Path, checkpoint: Path, dsn: s
     peer's tables of ``dsn``; the seconds from the query's start to its end."""
     from pyspark.sql import functions as F
 
-    reader = (spark.readStream.schema(SPARK_SCHEMA)
+    target = bench_stream(opts.stream)
+    m, t = target.measure, target.time
+    reader = (spark.readStream.schema(spark_schema(target))
               .option("maxFilesPerTrigger", opts.max_files_per_trigger))
     if opts.format == "csv":
         reader = reader.option("header", True)
     events = reader.format(opts.format).load(str(land))
     with psycopg.connect(dsn, autocommit=True) as conn:
-        create_peer_tables(conn)
+        create_peer_tables(conn, target)
 
         def write(batch: DataFrame, batch_id: int) -> None:
             with conn.transaction():
@@ -207,15 +263,15 @@ def plain_spark_ingest(spark: SparkSession, land: Path, checkpoint: Path, dsn: s
                 batch.persist()
                 try:
                     rows = batch.toArrow()
-                    per_second = (batch.groupBy(F.date_trunc("second", "ts").alias("sec"))
-                                  .agg(F.count("*").alias("n"), F.sum("val").alias("total"),
-                                       F.min("val").alias("vmin"), F.max("val").alias("vmax"))
+                    per_second = (batch.groupBy(F.date_trunc("second", t).alias("sec"))
+                                  .agg(F.count("*").alias("n"), F.sum(m).alias("total"),
+                                       F.min(m).alias("vmin"), F.max(m).alias("vmax"))
                                   .toArrow())  # Arrow keeps the times in UTC; collect() not
                 finally:
                     batch.unpersist()
                 seconds = [(r["sec"], r["n"], r["total"], r["vmin"], r["vmax"])
                            for r in per_second.to_pylist()]
-                write_peer_batch(conn, rows, seconds)
+                write_peer_batch(conn, rows, seconds, target)
 
         started = time.perf_counter()
         query = (events.writeStream.foreachBatch(write)
@@ -239,14 +295,16 @@ class _Run:
 def _slidewin(spark: SparkSession, admin: str, work: Path, land: str, opts: PeersOptions,
               keep: bool, progress: Callable[[str], None]) -> _Run:
     """One ``slidewin ingest --once`` run over ``work / land`` into a fresh store."""
+    target = bench_stream(opts.stream)
     with scratch_database(admin, partitions=opts.partitions, keep=keep,
                           progress=progress if keep else lambda _m: None) as store:
+        with psycopg.connect(store, autocommit=True) as conn:
+            target.declare(conn)
         config = ingest_config(work, land, opts.bench(), once=True)
         result = end_to_end(spark, store, config, lambda _line: None)
         with psycopg.connect(store, autocommit=True) as conn:
-            return _Run(float(result["ingest_seconds"]), slidewin_seconds(conn),
-                        count_rows(conn, sql.Identifier("slidewin", "events")),
-                        int(result["ingest_batches"]))
+            return _Run(float(result["ingest_seconds"]), slidewin_seconds(conn, target),
+                        count_rows(conn, target.table), int(result["ingest_batches"]))
 
 
 def _peer(spark: SparkSession, admin: str, work: Path, land: str, opts: PeersOptions,
@@ -254,7 +312,8 @@ def _peer(spark: SparkSession, admin: str, work: Path, land: str, opts: PeersOpt
     """One run of the plain Spark peer over ``work / land`` into a fresh database."""
     with scratch_database(admin, keep=keep,
                           progress=progress if keep else lambda _m: None) as target:
-        took = plain_spark_ingest(spark, work / land, work / f"{land}-checkpoint", target, opts)
+        files = bench_stream(opts.stream).landing(work / land)
+        took = plain_spark_ingest(spark, files, work / f"{land}-checkpoint", target, opts)
         if not keep:  # Spark leaves the files it read: room for the next run's copy
             shutil.rmtree(work / land, ignore_errors=True)
         with psycopg.connect(target, autocommit=True) as conn:
@@ -269,14 +328,24 @@ def run_bench(admin: str, opts: PeersOptions, progress: Callable[[str], None]
     from slidewin.ingest.spark import build_session, stop_session
 
     check_java()
+    target = bench_stream(opts.stream)
     work = Path(tempfile.mkdtemp(prefix="slidewin-bench-peers-", dir=opts.work_dir))
+    generated = target.landing(work / "landing")
+
+    def copy(name: str, files: int | None = None) -> str:
+        copy_landing(generated, target.landing(work / name), files)
+        return name
+
     try:
-        progress(f"generating {opts.events:,} events as {opts.format} files in {work}")
-        events = make_events(opts.events, datetime.now(UTC) - timedelta(minutes=5), PER_SECOND)
-        write_landing(events, work / "landing", opts.bench())
-        expected = generated_seconds(events)
+        progress(f"generating {opts.events:,} events of {opts.stream} as {opts.format} files "
+                 f"in {work}")
+        end = datetime.now(UTC) - timedelta(minutes=5)
+        events = (make_wide(opts.events, end, PER_SECOND) if target.declared
+                  else make_events(opts.events, end, PER_SECOND))
+        write_landing(events, generated, opts.bench())
+        expected = generated_seconds(events, target)
         del events
-        files = len(list((work / "landing").iterdir()))
+        files = len(list(generated.iterdir()))
         sides = {"slidewin": _slidewin, "peer": _peer}
         runs: dict[str, list[_Run]] = {side: [] for side in SIDES}
         spark = build_session(opts.master)
@@ -285,11 +354,11 @@ def run_bench(admin: str, opts: PeersOptions, progress: Callable[[str], None]
             for side in SIDES:
                 progress(f"warming up: {side} over the first {min(WARMUP_FILES, files)} files "
                          "(not counted)")
-                land = copy_landing(work / "landing", work / f"warm-{side}", WARMUP_FILES).name
+                land = copy(f"warm-{side}", WARMUP_FILES)
                 warm[side] = sides[side](spark, admin, work, land, opts, False, progress).seconds
             for r in range(opts.runs):
                 for side in SIDES:
-                    land = copy_landing(work / "landing", work / f"{side}-{r}").name
+                    land = copy(f"{side}-{r}")
                     last = opts.keep and r == opts.runs - 1
                     runs[side].append(sides[side](spark, admin, work, land, opts, last,
                                                   progress))
@@ -315,6 +384,7 @@ def _report(opts: PeersOptions, files: int, expected: Seconds, runs: dict[str, l
     med = {side: median(run.seconds for run in runs[side]) for side in SIDES}
     last = peers[-1]
     return {
+        "stream": opts.stream,
         "events": opts.events, "runs": opts.runs, "format": opts.format, "master": opts.master,
         "rows_per_file": opts.rows_per_file, "files": files,
         "max_files_per_trigger": opts.max_files_per_trigger, "trigger": "availableNow",

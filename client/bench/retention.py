@@ -14,10 +14,18 @@ Reported (JSON, the last line of ``slidewin bench retention --json``):
                       (the empty ones before the first rows expire would flatter it)
   size_growth_pct     table + index bytes at the end vs the first sample after one full history
 and the achieved insert rate, which on a loaded machine may fall short of the target.
+
+``--stream wide`` runs the same over the declared benchmark stream of 8 typed columns
+(client/bench/streams.py), declared with the run's --history and --max-rows as its own
+retention: the inserter COPYs its rows, the same job nibbles it (its nibble calls timed as the
+built-in stream's are), and the sampler reads its rollups, its oldest row and its table. A
+declared stream's row limit is one target over the whole stream, not one per partition, and
+its nibbles run one stream call at a time (--workers is the built-in stream's).
 """
 
 from __future__ import annotations
 
+import io
 import multiprocessing as mp
 import random
 import threading
@@ -28,9 +36,14 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import psycopg
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from psycopg import sql
 
 from slidewin.client.bench.stats import percentile
+from slidewin.client.bench.streams import BenchStream, bench_stream
 from slidewin.db.connect import connect
 from slidewin.db.errors import SlidewinError
 from slidewin.db.events import partition_of
@@ -64,6 +77,7 @@ class RetentionBenchSpec:
     workers: int = 2
     batch_ms: int = 20
     keep: bool = False
+    stream: str = "events"
 
     def __post_init__(self) -> None:
         if self.rate <= 0:
@@ -73,6 +87,7 @@ class RetentionBenchSpec:
         if not 1 <= self.batch_ms <= 1000:
             raise PolicyError(f"--batch-ms {self.batch_ms} must be from 1 to 1000; use e.g. 20")
         self.policy()  # validates history / max-rows / chunk / yield
+        bench_stream(self.stream)  # an unknown name: the error lists the choices
 
     def policy(self) -> RetentionPolicy:
         return RetentionPolicy(self.history, self.max_rows, self.chunk, self.yield_,
@@ -83,12 +98,20 @@ class RetentionBenchSpec:
 
 
 def insert_at_rate(dsn: str, rate: int, seconds: float, batch_ms: int, partitions: int,
-                   stop: Any, sent: Any, ready: Any) -> None:
-    """COPY ``rate`` rows/s stamped with the wall clock, one batch every ``batch_ms``.
-    Sets ``ready`` when it starts inserting (process start-up is not part of the run)."""
+                   stop: Any, sent: Any, ready: Any, stream: str = "events") -> None:
+    """COPY ``rate`` rows/s of ``stream`` stamped with the wall clock, one batch every
+    ``batch_ms``. Sets ``ready`` when it starts inserting (process start-up is not part of the
+    run)."""
     rng = random.Random(7)  # noqa: S311 - benchmark data
-    keys = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(KEY_POOL)]
-    prefix = [f"{partition_of(k, partitions)}\t{k}\t".encode() for k in keys]
+    target = bench_stream(stream)
+    if target.declared:
+        copy = _declared_copier(target, np.random.default_rng(7))
+    else:
+        keys = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(KEY_POOL)]
+        prefix = [f"{partition_of(k, partitions)}\t{k}\t".encode() for k in keys]
+
+        def copy(conn: psycopg.Connection, first: int, count: int) -> None:
+            _copy_batch(conn, prefix, first, count, rng)
     done = 0
     with psycopg.connect(dsn, autocommit=True) as conn:
         ready.set()
@@ -96,10 +119,30 @@ def insert_at_rate(dsn: str, rate: int, seconds: float, batch_ms: int, partition
         while not stop.is_set() and time.monotonic() - start < seconds:
             due = int(rate * (time.monotonic() - start)) - done
             if due > 0:
-                _copy_batch(conn, prefix, done, due, rng)
+                copy(conn, done, due)
                 done += due
                 sent.value = done
             time.sleep(batch_ms / 1000.0)
+
+
+def _declared_copier(target: BenchStream, rng: np.random.Generator
+                     ) -> Callable[[psycopg.Connection, int, int], None]:
+    """COPY a batch of the declared stream's rows (its own generator's, keys from a pool of
+    KEY_POOL taken in turn), stamped with the wall clock, each a distinct microsecond."""
+
+    def copy(conn: psycopg.Connection, first: int, count: int) -> None:
+        end_us = int(datetime.now(UTC).timestamp() * 1_000_000)
+        keys = pa.array([f"{target.key_prefix}{(first + i) % KEY_POOL}" for i in range(count)])
+        ts = pa.array(np.arange(end_us - count, end_us), pa.timestamp("us", tz="UTC"))
+        rows = target.make_rows(keys, ts, rng)
+        buf = io.BytesIO()
+        pacsv.write_csv(rows, buf, pacsv.WriteOptions(include_header=False))
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in rows.column_names)
+        with conn.cursor().copy(sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv)").format(
+                target.table, cols)) as out:
+            out.write(buf.getvalue())
+
+    return copy
 
 
 def _copy_batch(conn: psycopg.Connection, prefix: list[bytes], first: int, count: int,
@@ -147,11 +190,49 @@ class Sample:
     index_bytes: int = 0
 
 
+# a declared stream: its rows (rollups: one row per second), its oldest row (the primary key's
+# first entry of each partition), one row target for the whole stream
+STREAM_SAMPLE_SQL = """
+SELECT 0, (SELECT coalesce(sum(n), 0)::bigint FROM {rollups}),
+       (SELECT {time} FROM {table} ORDER BY {time} LIMIT 1)
+"""
+STREAM_SIZE_SQL = SIZE_SQL.replace("'slidewin.events'::regclass", "%s::regclass")
+
+
+def _parts(conn: psycopg.Connection, spec: RetentionBenchSpec) -> list[tuple[int, int, Any]]:
+    """(partition, rows, oldest row's time) of the stream: per partition for the built-in
+    stream, one row for a declared one (its row limit is one target)."""
+    target = bench_stream(spec.stream)
+    if not target.declared:
+        return conn.execute(SAMPLE_SQL, (spec.partitions,)).fetchall()
+    query = sql.SQL(STREAM_SAMPLE_SQL).format(
+        rollups=sql.Identifier("slidewin_rollups", target.name), time=sql.Identifier(target.time),
+        table=target.table)
+    return conn.execute(query).fetchall()
+
+
+def _sizes(conn: psycopg.Connection, spec: RetentionBenchSpec) -> tuple[int, int, int]:
+    target = bench_stream(spec.stream)
+    if not target.declared:
+        row = conn.execute(SIZE_SQL).fetchone()
+    else:
+        row = conn.execute(STREAM_SIZE_SQL, (f'slidewin_streams."{target.name}"',)).fetchone()
+    return row or (0, 0, 0)
+
+
+def _targets(conn: psycopg.Connection, spec: RetentionBenchSpec) -> dict[int, int] | None:
+    if not spec.max_rows:
+        return None
+    if bench_stream(spec.stream).declared:
+        return {0: spec.max_rows}
+    return row_targets(conn, spec.max_rows)
+
+
 def take_sample(conn: psycopg.Connection, spec: RetentionBenchSpec, at_s: float) -> Sample:
     now = datetime.now(UTC)
-    parts = conn.execute(SAMPLE_SQL, (spec.partitions,)).fetchall()
-    targets = row_targets(conn, spec.max_rows) if spec.max_rows else None
-    table, index, dead = conn.execute(SIZE_SQL).fetchone() or (0, 0, 0)
+    parts = _parts(conn, spec)
+    targets = _targets(conn, spec)
+    table, index, dead = _sizes(conn, spec)
     over = [rows - targets.get(part, 0) for part, rows, _ in parts] if targets else None
     history = spec.history
     ages = [(now - oldest - history).total_seconds()
@@ -169,6 +250,9 @@ def run_retention_bench(admin_dsn: str, spec: RetentionBenchSpec,
     with scratch_database(admin_dsn, keep=spec.keep, progress=progress) as dsn:
         with connect(dsn) as conn:
             init_schema(conn, spec.partitions)
+        with connect(dsn, autocommit=True) as conn:  # a declared stream keeps its own retention
+            bench_stream(spec.stream).declare(conn, grace=timedelta(0), history=spec.history,
+                                              max_rows=spec.max_rows, partitions=spec.partitions)
         add_retention(dsn, spec.policy(), "default")
         return _run(dsn, spec, progress)
 
@@ -183,10 +267,16 @@ def _run(dsn: str, spec: RetentionBenchSpec, progress: Progress) -> dict[str, An
         nibble_ms.extend(ms for p, ms in result.nibble_ms.items() if result.deleted.get(p))
         deleted[0] += result.total
 
+    def on_nibble(_stream: str, rows: int, ms: float) -> None:
+        if rows:
+            nibble_ms.append(ms)
+            deleted[0] += rows
+
     stop_jobs = threading.Event()
     jobs = threading.Thread(target=run_scheduler, kwargs={
-        "dsn": dsn, "stop": stop_jobs, "on_round": on_round}, daemon=True)
-    progress(f"inserting {spec.rate} rows/s for {spec.seconds:g}s; retention "
+        "dsn": dsn, "stop": stop_jobs, "on_round": on_round, "on_nibble": on_nibble},
+        daemon=True)
+    progress(f"inserting {spec.rate} rows/s of {spec.stream} for {spec.seconds:g}s; retention "
              f"{spec.policy().describe()}")
     inserter, stop_insert, sent, ready = start_inserter(dsn, spec)
     try:
@@ -210,7 +300,8 @@ def start_inserter(dsn: str, spec: RetentionBenchSpec) -> tuple[Any, Any, Any, A
     ctx = mp.get_context("spawn")
     stop, sent, ready = ctx.Event(), ctx.Value("q", 0), ctx.Event()
     inserter = ctx.Process(target=insert_at_rate, daemon=True, args=(
-        dsn, spec.rate, spec.seconds, spec.batch_ms, spec.partitions, stop, sent, ready))
+        dsn, spec.rate, spec.seconds, spec.batch_ms, spec.partitions, stop, sent, ready,
+        spec.stream))
     inserter.start()
     return inserter, stop, sent, ready
 
@@ -274,6 +365,7 @@ def _figures(spec: RetentionBenchSpec, samples: list[Sample], nibble_ms: list[fl
     ages = [s.max_age_over_s for s in steady if s.max_age_over_s is not None]
     return {
         "benchmark": "retention",
+        "stream": spec.stream,
         "spec": {k: (v.total_seconds() if isinstance(v, timedelta) else v)
                  for k, v in asdict(spec).items()},
         "rate_target": spec.rate,

@@ -19,6 +19,11 @@ loop: a slow answer does not slow the sending) over a mix of routes, for the who
 
 The load generator runs in this process and takes CPU of its own (counted nowhere): on a
 two-core machine it competes with the ingest as the browsers' machines would not.
+
+``--stream wide`` runs the same over the declared benchmark stream of 8 typed columns
+(client/bench/streams.py): the generator of ``slidewin client --stream`` writes its files into
+``<landing>/wide/``, the store declares it, and the browsers and API requests ask for that
+stream (``stream=wide`` on every route that takes one; health and metrics are the store's).
 """
 
 from __future__ import annotations
@@ -36,15 +41,20 @@ from typing import Any
 
 import psutil
 
-from slidewin.client.bench.client import BenchError, group_cpu_s, proc_cpu_s
+from slidewin.client.bench.client import (
+    BenchError,
+    batch_line,
+    generator,
+    group_cpu_s,
+    proc_cpu_s,
+)
 from slidewin.client.bench.stats import median, percentile
+from slidewin.client.bench.streams import bench_stream
 from slidewin.client.processes import Child, slidewin_child, start_child
-from slidewin.client.sim.generator import EventGenerator, GeneratorConfig
 from slidewin.db.connect import connect
 from slidewin.db.scratch import scratch_database
 
 Progress = Callable[[str], None]
-BATCH_LINE = re.compile(r"^\[text\] batch (\d+): in (\d+),")
 CAUGHT_UP_FILES = 10  # files waiting in the landing folder: two seconds of the generator's
 SERVING = re.compile(r"dashboard (http://\S+/),")
 ROUTES = (
@@ -58,6 +68,23 @@ ROUTES = (
     "api/v1/health",
     "metrics",
 )
+STORE_WIDE = ("api/v1/health", "metrics")  # the routes that take no stream
+
+
+MEASURED = ("api/v1/query/", "api/v1/windows/", "api/v1/live")  # the routes that take a measure
+
+
+def for_stream(path: str, stream: str) -> str:
+    """``path`` asking for ``stream`` (and the measure its per-key questions read, where the
+    route takes one: a stream of several measures needs it): unchanged for the built-in stream
+    (the default of every route) and for the routes that take no stream."""
+    target = bench_stream(stream)
+    if not target.declared or path in STORE_WIDE:
+        return path
+    asked = f"stream={stream}"
+    if path.startswith(MEASURED):
+        asked += f"&measure={target.measure}"
+    return f"{path}{'&' if '?' in path else '?'}{asked}"
 
 
 @dataclass(frozen=True)
@@ -68,6 +95,7 @@ class ServeSettings:
     requests: float = 200.0
     warmup_batches: int = 3
     repeats: int = 1
+    stream: str = "events"
 
 
 @dataclass
@@ -123,10 +151,12 @@ async def _drive(url: str, settings: ServeSettings, stop: threading.Event, load:
     limits = httpx.Limits(max_connections=settings.clients + 400, max_keepalive_connections=100)
     async with httpx.AsyncClient(timeout=httpx.Timeout(30.0), limits=limits) as client:
 
+        routes = [for_stream(path, settings.stream) for path in ROUTES]
+
         async def browser(i: int) -> None:
-            view = "" if i % 2 == 0 else "?kind=sliding&size=5s"
+            view = "api/v1/live" if i % 2 == 0 else "api/v1/live?kind=sliding&size=5s"
             try:
-                async with client.stream("GET", url + "api/v1/live" + view,
+                async with client.stream("GET", url + for_stream(view, settings.stream),
                                          timeout=httpx.Timeout(30.0, read=None)) as r:
                     load.streams_open += 1
                     async for line in r.aiter_lines():
@@ -159,7 +189,7 @@ async def _drive(url: str, settings: ServeSettings, stop: threading.Event, load:
             if step is None:
                 await asyncio.sleep(0.1)
                 continue
-            task = asyncio.create_task(ask(ROUTES[n % len(ROUTES)]))
+            task = asyncio.create_task(ask(routes[n % len(routes)]))
             pending.add(task)
             task.add_done_callback(pending.discard)
             n += 1
@@ -170,9 +200,12 @@ async def _drive(url: str, settings: ServeSettings, stop: threading.Event, load:
         await asyncio.gather(*browsers, return_exceptions=True)
 
 
-def _start_ingest(dsn: str, work: Path, landing: Path, marks: list[float]) -> Child:
+def _start_ingest(dsn: str, work: Path, landing: Path, marks: list[float],
+                  stream: str) -> Child:
+    line = batch_line(stream)
+
     def on_line(text: str) -> None:
-        if BATCH_LINE.match(text):
+        if line.match(text):
             marks.append(time.time())
 
     launch = slidewin_child(dsn, "--data-dir", str(work), "ingest", "--landing", str(landing),
@@ -205,12 +238,16 @@ def phase(admin_dsn: str, settings: ServeSettings, served: bool, progress: Progr
         work = Path(tmp)
         landing = work / "landing"
         landing.mkdir()
+        target = bench_stream(settings.stream)
+        with connect(dsn, autocommit=True) as conn:
+            target.declare(conn)
+        files = target.landing(landing)  # where the generator's files wait for the ingest
         stop_gen = threading.Event()
-        gen = EventGenerator(GeneratorConfig(landing, rate=settings.rate, seed=7))
+        gen = generator(landing, settings.stream, rate=settings.rate, seed=7)
         writer = threading.Thread(target=gen.run, args=(stop_gen,), daemon=True)
         writer.start()
         marks: list[float] = []
-        ingest = _start_ingest(dsn, work, landing, marks)
+        ingest = _start_ingest(dsn, work, landing, marks, settings.stream)
         server: Child | None = None
         try:
             _wait(lambda: len(marks) >= settings.warmup_batches or not ingest.alive(), 180,
@@ -219,7 +256,7 @@ def phase(admin_dsn: str, settings: ServeSettings, served: bool, progress: Progr
                 raise BenchError(f"the ingest exited {ingest.stop()}; see {work / 'ingest.log'}")
             # the files written while Spark started are a backlog: the window opens once the
             # ingest has caught up with the offered rate, so it measures the steady state
-            _wait(lambda: sum(1 for _ in landing.iterdir()) <= CAUGHT_UP_FILES, 300,
+            _wait(lambda: sum(1 for _ in files.iterdir()) <= CAUGHT_UP_FILES, 300,
                   f"the ingest catching up with {settings.rate:,.0f} events/s (it is slower: "
                   "lower --rate)")
             url = ""
@@ -251,7 +288,7 @@ def phase(admin_dsn: str, settings: ServeSettings, served: bool, progress: Progr
             stop_load.set()
             if driver is not None:
                 driver.join(timeout=60)
-            lag = sum(1 for _ in landing.iterdir())
+            lag = sum(1 for _ in files.iterdir())
             time.sleep(2.0)  # batches of the window commit
             rate = _accepted(dsn, began, ended) / (ended - began)
         finally:
@@ -302,6 +339,7 @@ def summarize(settings: ServeSettings, pairs: list[tuple[Phase, Phase]]) -> dict
     latencies = [ms for _, w in pairs if w.load for ms in w.load.latencies_ms]
     loads = [w.load for _, w in pairs if w.load is not None]
     return {
+        "stream": settings.stream,
         "rate": settings.rate, "duration_s": settings.duration_s, "clients": settings.clients,
         "requests_per_s": settings.requests, "repeats": settings.repeats,
         "ingest_events_per_s": {"without": round(without), "with": round(with_)},

@@ -51,7 +51,7 @@ from slidewin.client.bench.ingest import (
 from slidewin.db import streams
 from slidewin.db.errors import ConfigError
 from slidewin.db.scratch import scratch_database
-from slidewin.db.streams import Column
+from slidewin.db.streams import Column, Stream
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,13 +90,20 @@ class BenchStream:
     def declared(self) -> bool:
         return bool(self.columns)
 
-    def declare(self, conn: psycopg.Connection, name: str | None = None) -> None:
-        """Declare the stream (as ``name``: several of the same shape) in a fresh store; the
-        built-in stream is there already."""
+    def declare(self, conn: psycopg.Connection, name: str | None = None, *,
+                grace: timedelta = timedelta(hours=1), history: timedelta | None = None,
+                max_rows: int | None = None, partitions: int = 4) -> None:
+        """Declare the stream (as ``name``: several of the same shape) in a fresh store, with
+        the retention given; the built-in stream is there already."""
         if self.declared:
             streams.define(conn, name or self.name, key=self.key, time=self.time,
-                           columns=self.columns, measures=self.measures,
-                           grace=timedelta(hours=1))
+                           columns=self.columns, measures=self.measures, grace=grace,
+                           history=history, max_rows=max_rows, partitions=partitions)
+
+    def as_stream(self) -> Stream:
+        """The declared stream as the store describes it (what ``slidewin client --stream``'s
+        generator and reporter take)."""
+        return Stream(self.name, self.key, self.time, self.columns, self.measures)
 
     def spread(self, count: int, start_us: int, span_us: int, seed: int) -> pa.Table:
         """``count`` rows at random times in ``[start_us, start_us + span_us)`` (microseconds
@@ -141,7 +148,7 @@ def _wide_rows(device: pa.Array, ts: pa.Array, rng: np.random.Generator) -> pa.T
     labels = np.array(["idle", "run", "warn", "stop"])
     return pa.table({
         "device": device,
-        "ts": _once_per_key(device, ts),
+        "ts": once_per_key(device, ts),
         "temp": pa.array(20 + rng.normal(0, 5, count)),
         "pressure": pa.array(1000 + rng.normal(0, 30, count)),
         "amount": _amounts(rng, count),
@@ -151,7 +158,7 @@ def _wide_rows(device: pa.Array, ts: pa.Array, rng: np.random.Generator) -> pa.T
     })
 
 
-def _once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
+def once_per_key(key: pa.Array, ts: pa.Array) -> pa.Array:
     """``ts`` with a (key, time) drawn twice moved on by 1 µs until each is once: a declared
     stream's table holds a (time, key) once, and a COPY holding one twice fails whole."""
     us = pc.cast(ts, pa.int64()).to_numpy().copy()

@@ -9,7 +9,13 @@ from datetime import timedelta
 import click
 
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import COUNT, DURATION, DurationType, json_option
+from slidewin.client.cli.options import (
+    COUNT,
+    DURATION,
+    DurationType,
+    bench_stream_option,
+    json_option,
+)
 from slidewin.client.cli.root import SlidewinCommand
 from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER_TEXT
 
@@ -51,25 +57,33 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES, DEFAULT_TRIGGER_TEXT
               help="Micro-batch interval of the live run.")
 @click.option("--plain-spark/--no-plain-spark", default=True, show_default=True,
               help="Also run the same join written by hand in plain Spark.")
+@bench_stream_option("The left stream: that benchmark stream's rows (events: the built-in "
+                     "one; wide: 8 typed columns), keyed by the customers and joined on its key, "
+                     "which the shipments hold too. Without it: the bench's own orders, as "
+                     "always.", default=None)
 @json_option("End with one JSON object on stdout.")
 @pass_app
 def bench_joins(
     app: AppContext, events: int, keys: int, rate: int, within: timedelta, grace: timedelta,
     join_type: str, disorder: timedelta, disorder_share: float, runs: int, rows_per_file: int,
     max_files_per_trigger: int, master: str, shows: int, freshness_seconds: int,
-    freshness_rate: int, trigger: timedelta, plain_spark: bool, as_json: bool,
+    freshness_rate: int, trigger: timedelta, plain_spark: bool, stream: str | None,
+    as_json: bool,
 ) -> None:
     """Measure an interval join of two declared streams (orders and shipments, joined on the
     customer): the `slidewin ingest --once` path with and without the join over the same files
     (join_cost_pct), its stored results against the exact answer (results_match),
     slidewin.join_show over one minute, pair freshness on a live ingest, and the same join
     written by hand in plain Spark. Uses throw-away databases on the configured server.
+    --stream joins a benchmark stream's rows (the built-in events, or wide) with the shipments
+    instead of the orders.
 
     \b
     Examples:
       slidewin bench joins --events 50k --runs 1
       slidewin bench joins --json
       slidewin bench joins --type full --within 2s --json
+      slidewin bench joins --stream wide --json
     """
     from slidewin.client.bench.joins import JoinBenchOptions, run_bench
 
@@ -90,7 +104,7 @@ def bench_joins(
         disorder_share=disorder_share, disorder=disorder, runs=runs, rows_per_file=rows_per_file,
         max_files_per_trigger=max_files_per_trigger, master=master, shows=shows,
         freshness_seconds=freshness_seconds, freshness_rate=freshness_rate, trigger=trigger,
-        plain_spark=plain_spark,
+        plain_spark=plain_spark, stream=stream,
     )
     report = run_bench(app.dsn, opts, app.progress)
     if as_json:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import COUNT, json_option, keep_option
+from slidewin.client.cli.options import COUNT, bench_stream_option, json_option, keep_option
 from slidewin.client.cli.root import SlidewinCommand
 from slidewin.ingest.config import DEFAULT_MAX_FILES
 
@@ -29,12 +29,16 @@ from slidewin.ingest.config import DEFAULT_MAX_FILES
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the generated files go (a new folder inside; default: the temp "
               "directory). It needs room for about twice the generated files.")
+@bench_stream_option("wide: the declared stream of 8 typed columns, both sides storing its rows "
+                     "and per-second count/sum/min/max of its measure temp (a double: its sums "
+                     "match to 1e-9, slidewin's being exact).")
 @keep_option()
 @json_option()
 @pass_app
 def bench_peers(
     app: AppContext, events: int, runs: int, fmt: str, rows_per_file: int,
-    max_files_per_trigger: int, master: str, work_dir: Path | None, keep: bool, as_json: bool,
+    max_files_per_trigger: int, master: str, work_dir: Path | None, stream: str, keep: bool,
+    as_json: bool,
 ) -> None:
     """Measure slidewin's ingest against plain PySpark Structured Streaming doing the same job
     by hand: the same landing files read with readStream, foreachBatch COPYing the raw rows into
@@ -49,6 +53,7 @@ def bench_peers(
       slidewin bench peers --json
       slidewin bench peers --events 500k --runs 1
       slidewin bench peers --events 1M --master local[*] --json
+      slidewin bench peers --stream wide --json
     """
     from slidewin.client.bench.peers import PeersOptions, run_bench
 
@@ -58,7 +63,7 @@ def bench_peers(
     app.check_database()
     opts = PeersOptions(events=events, runs=runs, format=fmt, rows_per_file=rows_per_file,
                         max_files_per_trigger=max_files_per_trigger, master=master,
-                        work_dir=work_dir, keep=keep)
+                        work_dir=work_dir, keep=keep, stream=stream)
     report = run_bench(app.dsn, opts, app.progress)
     if as_json:
         emit_json(report)

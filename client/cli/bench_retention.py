@@ -8,7 +8,14 @@ import click
 
 from slidewin.client.bench.retention import RetentionBenchSpec, run_retention_bench
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import COUNT, DURATION, DURATION_MS, json_option, keep_option
+from slidewin.client.cli.options import (
+    COUNT,
+    DURATION,
+    DURATION_MS,
+    bench_stream_option,
+    json_option,
+    keep_option,
+)
 from slidewin.client.cli.root import SlidewinCommand
 from slidewin.db.limits import MAX_PARTITIONS
 
@@ -31,13 +38,15 @@ from slidewin.db.limits import MAX_PARTITIONS
               help="Partitions the retention job nibbles at once.")
 @click.option("--batch-ms", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="One COPY every this many milliseconds.")
+@bench_stream_option("wide: the declared stream of 8 typed columns, with --history and "
+                     "--max-rows as its own retention (one row target for the stream).")
 @keep_option()
 @json_option()
 @pass_app
 def bench_retention(
     app: AppContext, rate: int, seconds: timedelta, history: timedelta, max_rows: int | None,
-    chunk: int, yield_: timedelta, partitions: int, workers: int, batch_ms: int, keep: bool,
-    as_json: bool,
+    chunk: int, yield_: timedelta, partitions: int, workers: int, batch_ms: int, stream: str,
+    keep: bool, as_json: bool,
 ) -> None:
     """Insert at a steady rate while the retention job runs; report lag, delete time, bloat.
 
@@ -49,11 +58,12 @@ def bench_retention(
       slidewin bench retention --json
       slidewin bench retention --rate 20k --seconds 20 --history 5s
       slidewin bench retention --history 0 --max-rows 300k --json
+      slidewin bench retention --stream wide --rate 20k --json
     """
     spec = RetentionBenchSpec(
         rate=rate, seconds=seconds.total_seconds(), history=history or None, max_rows=max_rows,
         chunk=chunk, yield_=yield_, partitions=partitions, workers=workers, batch_ms=batch_ms,
-        keep=keep,
+        keep=keep, stream=stream,
     )
     app.check_database()
     result = run_retention_bench(app.dsn, spec, app.progress)

@@ -9,7 +9,7 @@ import click
 
 from slidewin.client.bench.serve import ServeSettings, run
 from slidewin.client.cli.context import AppContext, emit_json, pass_app
-from slidewin.client.cli.options import COUNT, DURATION, json_option
+from slidewin.client.cli.options import COUNT, DURATION, bench_stream_option, json_option
 from slidewin.client.cli.root import SlidewinCommand
 
 
@@ -24,10 +24,12 @@ from slidewin.client.cli.root import SlidewinCommand
               help="API requests per second, over a mix of routes.")
 @click.option("--repeats", type=click.IntRange(1, 10), default=1, show_default=True,
               help="Pairs of phases (without / with the server), the order alternating.")
+@bench_stream_option("wide: the declared stream of 8 typed columns, written by the generator of "
+                     "`slidewin client --stream`; the browsers and API requests ask for it.")
 @json_option()
 @pass_app
 def bench_serve(app: AppContext, rate: int, duration: timedelta, clients: int, requests: float,
-                repeats: int, as_json: bool) -> None:
+                repeats: int, stream: str, as_json: bool) -> None:
     """What `slidewin serve` costs a live ingest (target <= 5%), and how it answers: the
     generator offers --rate events/s to `slidewin ingest` on a fresh database, once alone and
     once with the server followed by --clients browsers and asked --requests API requests per
@@ -39,10 +41,11 @@ def bench_serve(app: AppContext, rate: int, duration: timedelta, clients: int, r
     Examples:
       slidewin bench serve --json
       slidewin bench serve --rate 2k --duration 10s --clients 5 --requests 20
+      slidewin bench serve --stream wide --rate 2k --duration 10s --json
     """
     app.check_database()
     settings = ServeSettings(rate=rate, duration_s=duration.total_seconds(), clients=clients,
-                             requests=requests, repeats=repeats)
+                             requests=requests, repeats=repeats, stream=stream)
     result = run(app.dsn, settings, app.progress)
     if as_json:
         emit_json(result)

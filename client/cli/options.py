@@ -119,11 +119,12 @@ def reconnect_timeout_option(then: str = "0 fails at once.") -> Callable[[Any], 
 BENCH_STREAMS = ("events", "wide")
 
 
-def bench_stream_option(help: str) -> Callable[[Any], Any]:
+def bench_stream_option(help: str, default: str | None = "events") -> Callable[[Any], Any]:
     """``--stream`` of a benchmark: the built-in ``events`` (the default: the run as it always
-    was) or a declared benchmark stream; any other name is a usage error listing the choices."""
-    return click.option("--stream", type=click.Choice(BENCH_STREAMS), default="events",
-                        show_default=True, help=help)
+    was) or a declared benchmark stream; any other name is a usage error listing the choices.
+    ``default`` None: a benchmark whose run as it always was is over streams of its own."""
+    return click.option("--stream", type=click.Choice(BENCH_STREAMS), default=default,
+                        show_default=default is not None, help=help)
 
 
 def keep_option() -> Callable[[Any], Any]:

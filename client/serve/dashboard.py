@@ -127,7 +127,7 @@ DEAD_SQL = """
 SELECT extract(epoch FROM date_trunc('second', received_at))::bigint AS t, count(*)
   FROM slidewin.dead_letters
  WHERE received_at >= %(since)s
-   AND ((%(stream)s = %(builtin)s AND stream IS NULL) OR stream = %(stream)s)
+   AND stream = %(stream)s
  GROUP BY 1
 """
 

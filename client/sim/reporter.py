@@ -35,6 +35,7 @@ from slidewin.client.sim.freshness import FreshnessTracker, latency_stats
 from slidewin.client.sim.generator import GeneratorStats
 from slidewin.db import sessions, windows
 from slidewin.db.clock import Clock, utc_now
+from slidewin.db.streams import BUILTIN
 
 WINDOWS = (1, 5, 10, 30)
 Query = str | sql.Composed
@@ -50,13 +51,20 @@ SELECT query_id, batch_id, accepted, rejected, duplicates, committed_at
  WHERE committed_at > %s::timestamptz - interval '{OVERLAP}'
    AND query_id NOT LIKE '%%/stream-%%'
 """
-# events late only for a session definition (source session:NAME) are stored, not rejected;
-# a declared stream's dead letters name it
-DEAD_LETTERS_SQL = """
-SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters
- WHERE id > %s AND source NOT LIKE 'session:%%' AND stream IS NULL GROUP BY reason
-"""
-LAST_DEAD_LETTER_SQL = "SELECT coalesce(max(id), 0) FROM slidewin.dead_letters"
+
+
+def dead_letter_sql(stream: str) -> tuple[sql.Composed, sql.Composed]:
+    """A stream's dead letters, the same for every stream: (those above an id, by reason, with
+    the newest id; the newest id). Events late only for a session definition (source
+    session:NAME) are stored, not rejected, so they are left out."""
+    name = sql.Literal(stream)
+    return (
+        sql.SQL("SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters "
+                "WHERE stream = {} AND id > %s AND source NOT LIKE 'session:%%' "
+                "GROUP BY reason").format(name),
+        sql.SQL("SELECT coalesce(max(id), 0) FROM slidewin.dead_letters "
+                "WHERE stream = {}").format(name),
+    )
 
 
 @dataclass(frozen=True)
@@ -66,8 +74,8 @@ class WatchScope:
 
     snapshot: Query = SNAPSHOT_SQL
     batches: Query = BATCHES_SQL
-    dead_letters: Query = DEAD_LETTERS_SQL
-    last_dead_letter: Query = LAST_DEAD_LETTER_SQL
+    dead_letters: Query = field(default_factory=lambda: dead_letter_sql(BUILTIN)[0])
+    last_dead_letter: Query = field(default_factory=lambda: dead_letter_sql(BUILTIN)[1])
 
 
 EVENTS_SCOPE = WatchScope()
@@ -77,6 +85,7 @@ def stream_scope(name: str) -> WatchScope:
     """A declared stream's scope: its rollups, its query's batches, its dead letters."""
     rollups = sql.Identifier("slidewin_rollups", name)
     marker = sql.Literal(f"/stream-{name}/")
+    dead_letters, last_dead_letter = dead_letter_sql(name)
     return WatchScope(
         snapshot=sql.SQL("SELECT clock_timestamp(), "
                          "(SELECT coalesce(sum(n), 0)::bigint FROM {})").format(rollups),
@@ -85,12 +94,8 @@ def stream_scope(name: str) -> WatchScope:
             "FROM slidewin.ingest_batches "
             f"WHERE committed_at > %s::timestamptz - interval '{OVERLAP}' "
             "AND strpos(query_id, {}) > 0").format(marker),
-        dead_letters=sql.SQL(
-            "SELECT reason, count(*)::bigint, max(id) FROM slidewin.dead_letters "
-            "WHERE id > %s AND stream = {} GROUP BY reason").format(sql.Literal(name)),
-        last_dead_letter=sql.SQL(
-            "SELECT coalesce(max(id), 0) FROM slidewin.dead_letters WHERE stream = {}"
-        ).format(sql.Literal(name)),
+        dead_letters=dead_letters,
+        last_dead_letter=last_dead_letter,
     )
 
 

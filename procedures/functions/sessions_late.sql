@@ -3,8 +3,8 @@
 -- slidewin.session_late_detail -- and count them in the definition's late counter. The events
 -- themselves stay stored (and in the rollups): they are late for this definition only. Returns
 -- how many were dead-lettered. Callers pass the events older than base_ts - grace
--- (slidewin.session_begin). A declared stream's dead letter names the stream, and its raw record
--- the stream's key, measure and time columns (events': uuid, val, ts, its stream NULL).
+-- (slidewin.session_begin). The dead letter names the definition's stream, and its raw record
+-- the stream's key, measure and time columns (events': uuid, val, ts).
 CREATE OR REPLACE FUNCTION slidewin.sessions_late(
     p_def_id integer, p_uuid text[], p_val bigint[], p_ts timestamptz[])
 RETURNS bigint
@@ -26,7 +26,7 @@ BEGIN
     SELECT 'session:' || v_def.name, 'late', slidewin.session_late_detail(v_def, x.ts),
            CASE WHEN v_def.measure IS NULL THEN json_build_object(v_key, x.uuid, v_time, x.ts)
                 ELSE json_build_object(v_key, x.uuid, v_def.measure, x.val, v_time, x.ts)
-           END::text, x.ts, nullif(v_def.stream, 'events')
+           END::text, x.ts, v_def.stream
       FROM unnest(p_uuid, p_val, p_ts) AS x(uuid, val, ts);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     UPDATE slidewin.session_defs SET late = late + v_n WHERE id = v_def.id;

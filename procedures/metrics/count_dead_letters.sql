@@ -11,13 +11,13 @@ AS $$
 BEGIN
     INSERT INTO slidewin.counters AS c (name, labels, value)
     SELECT 'dead_letters', l.labels, l.n
-      FROM (SELECT jsonb_build_object('stream', coalesce(n.stream, 'events'), 'reason', n.reason)
+      FROM (SELECT jsonb_build_object('stream', n.stream, 'reason', n.reason)
                    AS labels, count(*) AS n
               FROM new_rows n GROUP BY 1) AS l
      ORDER BY l.labels
     ON CONFLICT (name, labels) DO UPDATE SET value = c.value + excluded.value;
     PERFORM pg_notify('slidewin_dead_letters', s.stream)
-       FROM (SELECT DISTINCT coalesce(n.stream, 'events') AS stream FROM new_rows n) AS s;
+       FROM (SELECT DISTINCT n.stream FROM new_rows n) AS s;
     RETURN NULL;
 END
 $$;

@@ -23,7 +23,7 @@ BEGIN
         -- a store made before the counters starts them from what its tables still hold
         INSERT INTO slidewin.counters (name, labels, value)
         SELECT 'dead_letters',
-               jsonb_build_object('stream', coalesce(d.stream, 'events'), 'reason', d.reason),
+               jsonb_build_object('stream', d.stream, 'reason', d.reason),
                count(*)
           FROM slidewin.dead_letters d GROUP BY 2;
         INSERT INTO slidewin.counters (name, labels, value)

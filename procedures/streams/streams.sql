@@ -46,10 +46,6 @@ ON CONFLICT (name) DO NOTHING;
 -- the minute grain of the rollups (slidewin_rollups."<name>#minute"), kept by the same triggers
 ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS minute_insert_sql text;
 ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS minute_recompute_sql text;
--- the dead letters of a declared stream name it; NULL is the built-in stream `events`
-ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS stream text;
-CREATE INDEX IF NOT EXISTS dead_letters_stream ON slidewin.dead_letters (stream, id)
-    WHERE stream IS NOT NULL;
 -- a table (is_table) keeps every version: never the built-in stream, never with a history
 ALTER TABLE slidewin.streams ADD COLUMN IF NOT EXISTS is_table boolean NOT NULL DEFAULT false
     CONSTRAINT streams_table_kept CHECK (NOT (is_table AND (builtin OR history IS NOT NULL)));

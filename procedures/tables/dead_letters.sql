@@ -22,3 +22,8 @@ CREATE INDEX IF NOT EXISTS dead_letters_received ON slidewin.dead_letters (recei
 ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS event_ts timestamptz;
 CREATE INDEX IF NOT EXISTS dead_letters_late_ts ON slidewin.dead_letters (event_ts)
     WHERE reason = 'late';
+-- the stream the record was meant for, the built-in one's `events` too (migration 0003 named the
+-- rows older versions left NULL): every reader filters by it alike; a stream's page of dead
+-- letters is one index range
+ALTER TABLE slidewin.dead_letters ADD COLUMN IF NOT EXISTS stream text NOT NULL;
+CREATE INDEX IF NOT EXISTS dead_letters_stream ON slidewin.dead_letters (stream, id);
