@@ -37,9 +37,10 @@ BEGIN
     END IF;
     v_end := v_last + make_interval(secs => v_size);
     PERFORM slidewin.check_window_work(
-        format('hopping windows of %ss every %ss over stream %s', v_size, v_adv, p_stream),
+        format('hopping windows of %ss every %ss%s', v_size, v_adv,
+               CASE WHEN p_key IS NOT NULL THEN ' for one key' ELSE '' END),
         v_size, v_adv, (extract(epoch FROM v_last - v_first) / v_adv)::bigint + 1,
-        CASE WHEN p_key IS NULL THEN ARRAY[1, 60] ELSE ARRAY[v_step] END);
+        CASE WHEN p_key IS NULL THEN slidewin.stream_grains(p_stream) ELSE ARRAY[v_step] END);
     IF v_adv = v_size THEN  -- tumbling: each bucket is a window
         RETURN QUERY
         SELECT b.bucket, b.bucket + make_interval(secs => v_size), b.n, b.cnt,
