@@ -28,6 +28,9 @@ DECLARE
     v_end   timestamptz;
     v_msg   text;
 BEGIN
+    IF p_key IS NOT NULL AND (slidewin.stream_row(p_stream)).builtin THEN
+        PERFORM slidewin.check_key(p_key);  -- a key no event of the built-in stream can have
+    END IF;
     PERFORM slidewin.check_window_range(p_from, p_to, v_adv);
     v_first := slidewin.grain_floor(p_from - interval '1 microsecond', v_adv)
                + make_interval(secs => v_adv);

@@ -37,6 +37,9 @@ DECLARE
     v_src   text;
     v_msg   text;
 BEGIN
+    IF p_key IS NOT NULL AND (slidewin.stream_row(p_stream)).builtin THEN
+        PERFORM slidewin.check_key(p_key);  -- a key no event of the built-in stream can have
+    END IF;
     PERFORM slidewin.check_window_range(p_from, p_to, 1);
     PERFORM slidewin.check_window_work(
         format('sliding windows of %ss%s', v_size,

@@ -22,6 +22,9 @@ DECLARE
     v_last  timestamptz;
     v_msg   text;
 BEGIN
+    IF p_key IS NOT NULL AND (slidewin.stream_row(p_stream)).builtin THEN
+        PERFORM slidewin.check_key(p_key);  -- a key no event of the built-in stream can have
+    END IF;
     IF p_at IS NULL THEN
         RAISE EXCEPTION 'at is missing (no events yet for stream time?)'
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give a time, e.g. now()';
