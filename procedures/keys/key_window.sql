@@ -12,9 +12,8 @@ CREATE OR REPLACE FUNCTION slidewin.key_window(
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, total numeric,
                vmin bigint, vmax bigint, avg double precision, final boolean, partial boolean)
 LANGUAGE plpgsql STABLE
+SET slidewin.window_name = 'slidewin.key_window'  -- a timeout inside names this function
 AS $$
-DECLARE
-    v_msg text;
 BEGIN
     PERFORM slidewin.check_key(p_key);
     IF p_kind IS NULL OR p_kind NOT IN ('tumbling', 'hopping', 'sliding') THEN
@@ -35,9 +34,5 @@ BEGIN
       FROM slidewin.stream_hopping('events', 'val', p_size,
                                    CASE WHEN p_kind = 'hopping' THEN p_advance ELSE p_size END,
                                    p_from, p_to, p_key) AS h;
-EXCEPTION WHEN query_canceled THEN  -- statement_timeout: said in words, naming this function
-    GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
-    PERFORM slidewin.window_timed_out('slidewin.key_window', v_msg);
-    RAISE;
 END
 $$;

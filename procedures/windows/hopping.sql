@@ -13,17 +13,12 @@ CREATE OR REPLACE FUNCTION slidewin.hopping(
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, n bigint, total numeric,
                vmin bigint, vmax bigint, avg double precision, final boolean, partial boolean)
 LANGUAGE plpgsql STABLE
+SET slidewin.window_name = 'slidewin.hopping'  -- a timeout inside names this function
 AS $$
-DECLARE
-    v_msg text;
 BEGIN
     RETURN QUERY
     SELECT h.window_start, h.window_end, h.n, h.total, h.vmin::bigint, h.vmax::bigint, h.avg,
            h.final, h.partial
       FROM slidewin.stream_hopping('events', 'val', p_size, p_advance, p_from, p_to) AS h;
-EXCEPTION WHEN query_canceled THEN  -- statement_timeout: said in words, naming this function
-    GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
-    PERFORM slidewin.window_timed_out('slidewin.hopping', v_msg);
-    RAISE;
 END
 $$;
