@@ -42,7 +42,7 @@ KEPT = {
 }
 
 
-# the built-in stream's window functions that the stream functions replaced (migration 0003)
+# the built-in stream's window functions that the stream functions replaced (migration 0004)
 TWINS = ["hopping_series", "sliding_series", "rollup_pieces", "key_buckets", "rollup_buckets"]
 
 
@@ -66,7 +66,7 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
         assert before["events"][0][0] == 286 and before["sessions"][0][0] == 7
         report = init_schema(conn)
         assert report.applied_migrations == ("migrations/0002_stream_state_per_stream.sql",
-                                             "migrations/0003_one_window_family.sql")
+                                             "migrations/0004_one_window_family.sql")
         assert current_version(conn) == latest_version()
         assert snapshot(conn) == before
         assert_rollups_exact(conn)

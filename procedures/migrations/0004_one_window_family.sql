@@ -1,4 +1,4 @@
--- 0003: one family of window functions. The built-in stream's own twins of the stream window
+-- 0004: one family of window functions. The built-in stream's own twins of the stream window
 -- functions are gone: its windows are the stream functions' (slidewin.stream_hopping,
 -- stream_sliding, stream_windows_at, stream_summary over events' rollups, which
 -- slidewin.stream_rollups reads), and slidewin.hopping, sliding, windows_at, key_window,
