@@ -457,25 +457,9 @@ def windows_at(
     *, measure: str | None = None, key: str | None = None,
 ) -> list[WindowRow]:
     """Every window of ``size`` every ``advance`` holding ``at`` (Faust's lookups), oldest
-    first, empty ones included with n = 0 -- as ``db.windows.windows_at``."""
-    step = int(advance.total_seconds())
-    epoch = datetime(1970, 1, 1, tzinfo=at.tzinfo or None)
-    last = epoch + timedelta(seconds=(int((at - epoch).total_seconds()) // step) * step)
-    starts = [last - i * advance for i in range(int(size / advance) + 1) if
-              last - i * advance + size > at][::-1]
-    if not starts:
-        return []
-    found = {w.window_start: w for w in windows(
-        conn, stream, "hopping", size=size, advance=advance, start=starts[0],
-        end=starts[-1] + timedelta(microseconds=1), measure=measure, key=key)}
-    state = status(conn, stream, at, at)
-    out = []
-    for s in starts:
-        w = found.get(s)
-        if w is not None:
-            out.append(as_window(w))
-            continue
-        final = state.complete_up_to is not None and s + size <= state.complete_up_to
-        partial = state.retired_through is not None and s <= state.retired_through
-        out.append(WindowRow(s, s + size, 0, None, None, None, None, final, partial))
-    return out
+    first, empty ones included with n = 0 (``slidewin.stream_windows_at``); the built-in
+    ``events`` too."""
+    with procedure_errors(), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute("SELECT * FROM slidewin.stream_windows_at(%s, %s, %s, %s, %s, %s)",
+                           (stream, measure, size, advance, at, key)).fetchall()
+    return [as_window(Window(**r)) for r in rows]

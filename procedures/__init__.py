@@ -64,7 +64,6 @@ BASELINE: tuple[str, ...] = (
     "functions/insert_and_delete_after_date.sql",
     "functions/insert_and_delete_oldest_to_target.sql",
     "functions/rollup_range.sql",
-    "functions/rollup_buckets.sql",
     "functions/window_summary.sql",
     "functions/window_avg.sql",
     "functions/window_max.sql",

@@ -67,11 +67,10 @@ KNOWN: dict[tuple[str, str], str] = {
     ("rollups_coarse_subtract", CAST.format("numeric[]", "bigint[]")):
         "array_agg of sum() per bucket into the bigint[] the rollups take: exact for counts",
     ("check_window_spec", CAST.format("numeric", "double precision")): EPOCH,
-    ("rollup_pieces", CAST.format("numeric", "double precision")): EPOCH,
     ("stream_window_state", CAST.format("numeric", "double precision")): EPOCH,
     # dynamic SQL: result columns, statements, volatility
     **{(fn, OUT): DYNAMIC_OUT for fn in (
-        "join_exact", "join_show", "join_since", "stream_buckets", "stream_count_windows",
+        "join_exact", "join_show", "join_since", "stream_count_windows",
         "stream_pieces", "stream_sliding")},
     **{(fn, SANITIZED): COMPOSED for fn in (
         "join_exact", "join_index", "join_show", "join_since", "join_tables", "key_index",

@@ -66,9 +66,6 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "ensure_partitions": ("SELECT slidewin.ensure_partitions(%s)", (3,), False),
     "epoch_us_array": ("SELECT slidewin.epoch_us_array(%s)", ([0, 1],), False),
     "grain_floor": ("SELECT slidewin.grain_floor(%s, %s)", (at(7), 10), False),
-    # 25 s every 10 s: the markers' path (slidewin.hopping's sample takes the direct one)
-    "hopping_series": ("SELECT * FROM slidewin.hopping_series(NULL, %s, %s, %s, %s, true)",
-                       (25, 10, at(0), at(50)), False),
     "hopping": ("SELECT * FROM slidewin.hopping(%s, %s, %s, %s)", (10 * S, 5 * S, at(0), at(60)),
                 False),
     "ingest_advance": ("SELECT slidewin.ingest_advance(%s, %s, %s, %s)",
@@ -81,8 +78,6 @@ CALLS: dict[str, tuple[str, object, bool]] = {
         lambda i: ("x", i, at(41 + i), 1000, 10), True),
     "insert_event": ("SELECT slidewin.insert_event(%s, %s, %s)",
                      lambda i: ("y", i, at(41 + i)), True),
-    "key_buckets": ("SELECT * FROM slidewin.key_buckets(%s, %s, %s, %s)",
-                    ("a", 10, at(0), at(60)), False),
     "key_index": ("SELECT slidewin.key_index(%s), slidewin.key_index(%s, %s)",
                   (None, None, "sensors"), False),
     "key_index_name": ("SELECT * FROM slidewin.key_index_name(%s)", ("sensors",), False),
@@ -119,12 +114,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "retention_targets": ("SELECT * FROM slidewin.retention_targets(%s, %s)",
                           (1000, "global"), False),
     "retired_through": ("SELECT slidewin.retired_through()", (), False),
-    "rollup_buckets": ("SELECT * FROM slidewin.rollup_buckets(%s, %s, %s)",
-                       (10, at(0), at(60)), False),
     "rollup_grains": ("SELECT slidewin.rollup_grains()", (), False),
-    "rollup_pieces": ("SELECT * FROM slidewin.rollup_pieces(ARRAY[%s, %s, %s]::timestamptz[])",
-                      (at(3), at(25), at(61)), False),
-    "rollup_range": ("SELECT * FROM slidewin.rollup_range(%s, %s)", (at(0), at(60)), False),
     # adding then subtracting the same partial leaves the rollups as they were
     "rollups_add": (PAIR.format(grain=""), (at(500), at(500)), False),
     "rollups_subtract": (PAIR.format(grain=""), (at(501), at(501)), False),
@@ -157,8 +147,6 @@ CALLS: dict[str, tuple[str, object, bool]] = {
     "sessions_late": ("SELECT slidewin.sessions_late(id, ARRAY['q'], '{1}', "
                       "ARRAY[%s::timestamptz]) FROM slidewin.session_defs WHERE name = 'visits'",
                       (at(-50),), False),
-    "sliding_series": ("SELECT * FROM slidewin.sliding_series(%s, %s, %s, %s)",
-                       ("a", 10 * S, at(0), at(60)), False),
     "sliding": ("SELECT * FROM slidewin.sliding(%s, %s, %s)", (10 * S, at(0), at(60)), False),
     "stream_begin": ("SELECT * FROM slidewin.stream_begin(%s)", ("events",), False),
     "check_stream_name": ("SELECT slidewin.check_stream_name('stream', %s)", ("abc",), False),
@@ -192,8 +180,16 @@ CALLS: dict[str, tuple[str, object, bool]] = {
                        (10 * S, 5 * S, at(0), at(60)), False),
     "stream_tumbling": ("SELECT * FROM slidewin.stream_tumbling('sensors', 'w', %s, %s, %s)",
                         (10 * S, at(0), at(60)), False),
-    "stream_pieces": ("SELECT * FROM slidewin.stream_pieces('sensors', 'v', "
+    # the built-in stream's four grains (sensors' two: stream_hopping_series' sample)
+    "stream_pieces": ("SELECT * FROM slidewin.stream_pieces('events', 'val', "
                       "ARRAY[%s, %s, %s]::timestamptz[])", (at(3), at(25), at(61)), False),
+    "stream_grains": ("SELECT slidewin.stream_grains(%s)", ("events",), False),
+    "stream_rollups": ("SELECT slidewin.stream_rollups(%s, 60, 'true')", ("events",), False),
+    "rollup_range": ("SELECT * FROM slidewin.rollup_range(%s, %s)", (at(0), at(60)), False),
+    "stream_bucket_columns": ("SELECT slidewin.stream_bucket_columns('sensors', %s, 10)",
+                              ("v",), False),
+    "stream_windows_at": ("SELECT * FROM slidewin.stream_windows_at('sensors', 'v', %s, %s, %s)",
+                          (10 * S, 5 * S, at(12)), False),
     "stream_hopping_series": ("SELECT * FROM slidewin.stream_hopping_series('sensors', 'v', %s, "
                               "%s, %s, %s)", (25, 10, at(0), at(50)), False),
     "stream_sliding": ("SELECT * FROM slidewin.stream_sliding('sensors', 'v', %s, %s, %s)",
@@ -254,8 +250,7 @@ CALLS: dict[str, tuple[str, object, bool]] = {
 }
 # sets of buckets for other functions to order: the same rows each call, in any order (a
 # generic plan may aggregate by hash where the first plans sorted)
-UNORDERED = {"key_buckets", "rollup_buckets", "stream_buckets", "rollup_pieces",
-             "stream_pieces", "hopping_series", "stream_hopping_series"}
+UNORDERED = {"stream_buckets", "stream_pieces", "stream_hopping_series"}
 # run by the statements above rather than called: triggers, and the job store's own
 TRIGGERS = {"rollups_on_insert", "rollups_on_delete", "rollups_on_update", "rollups_on_truncate",
             "sessions_on_insert", "stream_rollups_on_insert", "stream_rollups_on_delete",

@@ -43,6 +43,10 @@ KEPT = {
 }
 
 
+# the built-in stream's window functions that the stream functions replaced (migration 0004)
+TWINS = ["hopping_series", "sliding_series", "rollup_pieces", "key_buckets", "rollup_buckets"]
+
+
 @pytest.fixture
 def v1_store(pg_admin_dsn: str) -> Iterator[str]:
     dsn = create_database(pg_admin_dsn)
@@ -63,7 +67,8 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
         assert before["events"][0][0] == 286 and before["sessions"][0][0] == 7
         report = init_schema(conn)
         assert report.applied_migrations == ("migrations/0002_stream_state_per_stream.sql",
-                                             "migrations/0003_dead_letters_name_their_stream.sql")
+                                             "migrations/0003_dead_letters_name_their_stream.sql",
+                                             "migrations/0004_one_window_family.sql")
         assert current_version(conn) == latest_version()
         assert snapshot(conn) == before
         assert_rollups_exact(conn)
@@ -105,6 +110,12 @@ def test_init_upgrades_a_version_1_store_losing_nothing(v1_store: str) -> None:
                             "'events'), slidewin.key_index(false)").fetchone() == (
             True, True, False)
         # one count_windows, taking a key now: the old three-argument call answers as before
+        # one family of window functions: the built-in stream's twins are gone, its windows
+        # the stream functions' under the names it had
+        assert conn.execute("SELECT proname FROM pg_proc WHERE proname = ANY(%s)", (TWINS,)
+                            ).fetchall() == []
+        assert windows.hopping(conn, timedelta(seconds=60), timedelta(seconds=10), V1_T0,
+                               V1_T0 + timedelta(minutes=5)) != []
         assert conn.execute("SELECT pg_get_function_arguments(oid) FROM pg_proc "
                             "WHERE proname = 'count_windows'").fetchall() == [
             ("p_size integer, p_advance integer DEFAULT NULL::integer, p_rows integer DEFAULT "
@@ -203,6 +214,8 @@ def test_init_keeps_a_version_2_stores_joins_and_their_answers(v2_store: str) ->
         assert rated == [("o1", "r1", True), ("o4", None, True), ("o2", None, True),
                          ("o3", None, False)]
         assert init_schema(conn).applied_migrations == ()
+        assert conn.execute("SELECT proname FROM pg_proc WHERE proname = ANY(%s)", (TWINS,)
+                            ).fetchall() == []
         # a row limit for a stream declared before there was one: none until it is given
         assert conn.execute("SELECT count(max_rows) FROM slidewin.streams").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'stream_define'"

@@ -132,7 +132,7 @@ def window_spec(kind: str, size: timedelta, advance: timedelta | None = None,
         raise ConfigError(f"window kind {kind!r}: use one of {', '.join(TIME_KINDS)}")
     if kind == "hopping" and advance is None:
         raise ConfigError("hopping windows need --advance")
-    is_declared = declared(stream, measure)
+    declared(stream, measure)  # the built-in stream's one measure
     params = {"size_s": size.total_seconds()}
     if kind == "hopping":
         assert advance is not None
@@ -142,24 +142,12 @@ def window_spec(kind: str, size: timedelta, advance: timedelta | None = None,
         settled, place = timedelta(seconds=1), _end
     step = advance if kind == "hopping" else None
 
-    def declared_series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
+    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
         found = streams.windows(c, stream, kind, size=size, advance=step, start=s, end=e,
                                 measure=measure, key=key)
         return [streams.as_window(w) for w in found]
 
-    def builtin_series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
-        if kind == "tumbling":
-            return (key_windows.tumbling(c, key, size, s, e) if key is not None
-                    else windows.tumbling(c, size, s, e))
-        if kind == "hopping":
-            assert step is not None
-            return (key_windows.hopping(c, key, size, step, s, e) if key is not None
-                    else windows.hopping(c, size, step, s, e))
-        return (key_windows.sliding(c, key, size, s, e) if key is not None
-                else windows.sliding(c, size, s, e))
-
-    return WindowSpec(kind, _keyed(params, key), declared_series if is_declared else builtin_series,
-                      settled, place, stream)
+    return WindowSpec(kind, _keyed(params, key), series, settled, place, stream)
 
 
 def _start(w: windows.Window) -> datetime:
@@ -352,7 +340,7 @@ def current_windows(conn: psycopg.Connection, size: timedelta, advance: timedelt
                     relative_to: str = "now", *, key: str | None = None,
                     stream: str = BUILTIN, measure: str | None = None) -> CurrentWindows:
     step = advance or size
-    is_declared = declared(stream, measure)
+    declared(stream, measure)  # the built-in stream's one measure
     ref = reference_time(conn, relative_to, stream)
     if relative_to == "stream":
         ref -= timedelta(microseconds=1)  # inside the newest second, not after it
@@ -363,12 +351,7 @@ def current_windows(conn: psycopg.Connection, size: timedelta, advance: timedelt
                           f"{ref.isoformat()} falls before year 1; use a shorter --delta or a "
                           "later --relative-to") from None
     try:
-        if is_declared:
-            found = streams.windows_at(conn, stream, size, step, at, measure=measure, key=key)
-        elif key is not None:
-            found = key_windows.windows_at(conn, key, size, step, at)
-        else:
-            found = windows.windows_at(conn, size, step, at)
+        found = streams.windows_at(conn, stream, size, step, at, measure=measure, key=key)
     except ProcedureError as exc:
         raise named(exc) from None
     state = completeness(conn, stream, at, at)

@@ -169,8 +169,6 @@ def _key_windows(conn: psycopg.Connection, names: list[str], now: datetime,
 
 def _key_series(conn: psycopg.Connection, stream: BenchStream, key: str, size: timedelta,
                 start: datetime, end: datetime) -> object:
-    if not stream.declared:
-        return key_windows.tumbling(conn, key, size, start, end)
     return streams.windows(conn, stream.name, "tumbling", size=size, start=start, end=end,
                            measure=stream.measure, key=key)
 

@@ -16,6 +16,7 @@ import psycopg
 from slidewin.client.answers import windows as answer_windows
 from slidewin.client.answers.windows import (
     BUILTIN,
+    declared,
     named,
     num,
     reference_time,
@@ -28,7 +29,7 @@ from slidewin.client.cli.context import AppContext, emit_json, emit_json_items, 
 from slidewin.client.cli.interrupts import stopped_by
 from slidewin.client.cli.options import COUNT, DURATION, RELATIVE_TO, TIME, json_option
 from slidewin.client.cli.root import SlidewinGroup
-from slidewin.db import key_windows, streams, window_follow, windows
+from slidewin.db import streams, window_follow, windows
 from slidewin.db.errors import ConfigError, ProcedureError, WindowTimeout
 from slidewin.db.signals import Stop, stop_on_signals
 from slidewin.db.window_rows import Rows
@@ -61,16 +62,6 @@ def stream_options(f: Callable[..., Any]) -> Callable[..., Any]:
                              "streams add`.")(f)
 
 
-def _declared(stream: str, measure: str | None, key: str | None,
-              opts: dict[str, Any]) -> bool:
-    """True for a declared stream; refuses what declared streams do not have yet."""
-    if stream == BUILTIN:
-        if measure not in (None, "val"):
-            raise ConfigError(f"--measure {measure}: the events stream has one measure, val")
-        return False
-    return True
-
-
 def _stream_series(stream: str, measure: str | None, key: str | None, kind: str,
                    size: timedelta, advance: timedelta | None = None) -> window_follow.Series:
     def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
@@ -93,18 +84,6 @@ def _stream_opener(stream: str, measure: str | None, key: str | None, kind: str,
                e: datetime) -> AbstractContextManager[Rows[windows.Window]]:
         return _mapped(streams.open_windows(c, stream, kind, size=size, advance=advance, start=s,
                                             end=e, measure=measure, key=key), streams.as_window)
-
-    return opener
-
-
-def _opener(key: str | None, kind: str, size: timedelta,
-            advance: timedelta | None = None) -> Opener:
-    """The built-in stream's windows (of one key with ``key``), streamed."""
-    def opener(c: psycopg.Connection, s: datetime,
-               e: datetime) -> AbstractContextManager[Rows[windows.Window]]:
-        if key is not None:
-            return key_windows.open_series(c, key, kind, size, s, e, advance)
-        return windows.open_series(c, kind, size, s, e, advance)
 
     return opener
 
@@ -309,8 +288,8 @@ def _follow(
         click.echo(HEADER)
     stop = Stop()
     with stop_on_signals(stop):
-        declared = None if stream == BUILTIN else stream
-        for e in window_follow.follow(conn, follower, stop.is_set, stream=declared):
+        followed = None if stream == BUILTIN else stream
+        for e in window_follow.follow(conn, follower, stop.is_set, stream=followed):
             if opts["as_json"]:
                 emit_json({"emit": e.emit, "kind": kind, **params, **window_json(e.window)})
             else:
@@ -335,20 +314,11 @@ def tumbling_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
       slidewin windows tumbling --size 10s --last 1h --key key-000042
       slidewin windows tumbling --size 1m --last 1h --stream sensors --measure temp
     """
-    if _declared(stream, measure, key, opts):
-        _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key),
-              _stream_series(stream, measure, key, "tumbling", size),
-              _stream_opener(stream, measure, key, "tumbling", size), size, size,
-              lambda w: w.start, opts, stream)
-        return
-
-    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
-        if key is not None:
-            return key_windows.tumbling(c, key, size, s, e)
-        return windows.tumbling(c, size, s, e)
-
-    _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key), series,
-          _opener(key, "tumbling", size), size, size, lambda w: w.start, opts)
+    declared(stream, measure)  # the built-in stream's one measure
+    _show(app, "tumbling", _keyed({"size_s": size.total_seconds()}, key),
+          _stream_series(stream, measure, key, "tumbling", size),
+          _stream_opener(stream, measure, key, "tumbling", size), size, size,
+          lambda w: w.start, opts, stream)
 
 
 @windows_group.command("hopping")
@@ -371,20 +341,11 @@ def hopping_cmd(app: AppContext, size: timedelta, advance: timedelta, key: str |
       slidewin windows hopping --size 1m --advance 10s --stream sensors --measure temp
     """
     params = {"size_s": size.total_seconds(), "advance_s": advance.total_seconds()}
-    if _declared(stream, measure, key, opts):
-        _show(app, "hopping", _keyed(params, key),
-              _stream_series(stream, measure, key, "hopping", size, advance),
-              _stream_opener(stream, measure, key, "hopping", size, advance), advance, size,
-              lambda w: w.start, opts, stream)
-        return
-
-    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
-        if key is not None:
-            return key_windows.hopping(c, key, size, advance, s, e)
-        return windows.hopping(c, size, advance, s, e)
-
-    _show(app, "hopping", _keyed(params, key), series, _opener(key, "hopping", size, advance),
-          advance, size, lambda w: w.start, opts)
+    declared(stream, measure)  # the built-in stream's one measure
+    _show(app, "hopping", _keyed(params, key),
+          _stream_series(stream, measure, key, "hopping", size, advance),
+          _stream_opener(stream, measure, key, "hopping", size, advance), advance, size,
+          lambda w: w.start, opts, stream)
 
 
 @windows_group.command("sliding")
@@ -405,20 +366,11 @@ def sliding_cmd(app: AppContext, size: timedelta, key: str | None, stream: str,
       slidewin windows sliding --size 30s --last 10m --stream sensors --measure temp
     """
     second = timedelta(seconds=1)
-    if _declared(stream, measure, key, opts):
-        _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key),
-              _stream_series(stream, measure, key, "sliding", size),
-              _stream_opener(stream, measure, key, "sliding", size), second, second,
-              lambda w: w.end, opts, stream)
-        return
-
-    def series(c: psycopg.Connection, s: datetime, e: datetime) -> list[windows.Window]:
-        if key is not None:
-            return key_windows.sliding(c, key, size, s, e)
-        return windows.sliding(c, size, s, e)
-
-    _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key), series,
-          _opener(key, "sliding", size), second, second, lambda w: w.end, opts)
+    declared(stream, measure)  # the built-in stream's one measure
+    _show(app, "sliding", _keyed({"size_s": size.total_seconds()}, key),
+          _stream_series(stream, measure, key, "sliding", size),
+          _stream_opener(stream, measure, key, "sliding", size), second, second,
+          lambda w: w.end, opts, stream)
 
 
 @windows_group.command("rows")
@@ -452,7 +404,7 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
       slidewin windows rows --size 1k --advance 1 --rows 1M --limit 10k
       slidewin windows rows --size 100 --key key-000042  # one key's last 100
     """
-    declared = _declared(stream, measure, None, {})
+    is_declared = declared(stream, measure)
     if limit is not None:
         if limit < 1:
             raise ConfigError(f"--limit must be at least 1, got {limit}")
@@ -461,9 +413,10 @@ def rows_cmd(app: AppContext, size: int, advance: int | None, rows_: int | None,
         try:
             with (streams.open_count_windows(conn, stream, size, advance, rows_,
                                              measure=measure, key=key)
-                  if declared else windows.open_count_windows(conn, size, advance, rows_,
+                  if is_declared else windows.open_count_windows(conn, size, advance, rows_,
                                                               key=key)) as found:
-                _print_rows(found, size, advance, rows_, limit, declared, stream, key, as_json)
+                _print_rows(found, size, advance, rows_, limit, is_declared, stream, key,
+                            as_json)
         except ProcedureError as exc:
             raise named(exc) from None
         except WindowTimeout as exc:
@@ -519,34 +472,14 @@ def current_cmd(app: AppContext, size: timedelta, advance: timedelta | None,
       slidewin windows current --size 10s --delta 1m --json
       slidewin windows current --size 10s --key key-000042 --relative-to stream
     """
-    step = advance or size
-    declared = _declared(stream, measure, key, {})
     with app.connect() as conn:
-        ref = reference_time(conn, relative_to, stream)
-        if relative_to == "stream":
-            ref -= timedelta(microseconds=1)  # inside the newest second, not after it
-        at = ref - (delta or timedelta(0))
-        try:
-            if declared:
-                found = streams.windows_at(conn, stream, size, step, at, measure=measure,
-                                           key=key)
-            elif key is not None:
-                found = key_windows.windows_at(conn, key, size, step, at)
-            else:
-                found = windows.windows_at(conn, size, step, at)
-        except ProcedureError as exc:
-            raise named(exc) from None
-        state = streams.status(conn, stream, at, at) if declared else windows.status(conn, at,
-                                                                                      at)
-    picked = found if all_ else found[-1:]
+        found = answer_windows.current_windows(conn, size, advance, delta, all_, relative_to,
+                                               key=key, stream=stream, measure=measure)
     if as_json:
-        emit_json({"kind": "current", "size_s": size.total_seconds(),
-                   "advance_s": step.total_seconds(), "at": at.isoformat(),
-                   "delta_s": (delta or timedelta(0)).total_seconds(), **_keyed({}, key),
-                   **({"stream": stream} if declared else {}),
-                   **status_json(state), "windows": [window_json(w) for w in picked]})
+        emit_json(found.as_json())
         return
-    for line in _current_lines(size, step, at, relative_to, delta, key, picked):
+    for line in _current_lines(size, found.step, found.at, relative_to, delta, key,
+                               found.picked):
         click.echo(line)
 
 

@@ -1,9 +1,10 @@
--- slidewin.window_summary(p_seconds, p_now): count, sum, min, max, avg over the last p_seconds.
+-- slidewin.window_summary(p_seconds, p_now): count, sum, min, max, avg over the last p_seconds
+-- of the built-in stream events.
 --
 -- Contract: the window is the p_seconds whole seconds ending with the one p_now falls in,
 -- [trunc(p_now) - (p_seconds - 1) s, trunc(p_now) + 1 s), read from the rollups only, from the
--- coarsest grain that fits (slidewin.rollup_range) -- a few hundred rows for an hour, whatever
--- the size of the raw table (promise 5).
+-- coarsest grain that fits (slidewin.stream_summary, slidewin.stream_pieces) -- a few hundred
+-- rows for an hour, whatever the size of the raw table (promise 5).
 -- p_now defaults to the wall clock; pass slidewin.stream_time() for the newest event time.
 -- A NULL p_now (no events yet) or an empty window gives n = 0 and NULL aggregates.
 CREATE OR REPLACE FUNCTION slidewin.window_summary(p_seconds integer, p_now timestamptz DEFAULT now())
@@ -15,8 +16,8 @@ DECLARE
 BEGIN
     PERFORM slidewin.check_window(p_seconds);
     RETURN QUERY
-    SELECT w.n, w.total, w.vmin, w.vmax, (w.total / nullif(w.n, 0))::double precision
-      FROM slidewin.rollup_range(v_end - make_interval(secs => p_seconds - 1),
-                                 v_end + interval '1 second') AS w;
+    SELECT w.n, w.total, w.vmin::bigint, w.vmax::bigint, w.avg
+      FROM slidewin.stream_summary('events', 'val', v_end - make_interval(secs => p_seconds - 1),
+                                   v_end + interval '1 second') AS w;
 END
 $$;

@@ -28,6 +28,9 @@ DECLARE
     v_end   timestamptz;
     v_msg   text;
 BEGIN
+    IF p_key IS NOT NULL AND (slidewin.stream_row(p_stream)).builtin THEN
+        PERFORM slidewin.check_key(p_key);  -- a key no event of the built-in stream can have
+    END IF;
     PERFORM slidewin.check_window_range(p_from, p_to, v_adv);
     v_first := slidewin.grain_floor(p_from - interval '1 microsecond', v_adv)
                + make_interval(secs => v_adv);
@@ -37,9 +40,10 @@ BEGIN
     END IF;
     v_end := v_last + make_interval(secs => v_size);
     PERFORM slidewin.check_window_work(
-        format('hopping windows of %ss every %ss over stream %s', v_size, v_adv, p_stream),
+        format('hopping windows of %ss every %ss%s', v_size, v_adv,
+               CASE WHEN p_key IS NOT NULL THEN ' for one key' ELSE '' END),
         v_size, v_adv, (extract(epoch FROM v_last - v_first) / v_adv)::bigint + 1,
-        CASE WHEN p_key IS NULL THEN ARRAY[1, 60] ELSE ARRAY[v_step] END);
+        CASE WHEN p_key IS NULL THEN slidewin.stream_grains(p_stream) ELSE ARRAY[v_step] END);
     IF v_adv = v_size THEN  -- tumbling: each bucket is a window
         RETURN QUERY
         SELECT b.bucket, b.bucket + make_interval(secs => v_size), b.n, b.cnt,

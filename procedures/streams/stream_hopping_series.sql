@@ -1,16 +1,26 @@
 -- slidewin.stream_hopping_series(stream, measure, size, advance, first, last, key, empty): the
--- windows [s, s + size) of one measure of a declared stream for s = first, first + advance, ...
--- <= last (seconds; the caller checks and aligns them), in one pass over the buckets, as
--- slidewin.hopping_series does for the built-in stream: two marker rows per window, running
--- sums (rows, values, the exact sum of the finite values and the NaN/+Inf/-Inf counts) whose
--- differences give each window's, and the running min and max of blocks of `size` forwards and
--- backwards (van Herk / Gil-Werman). Columns: the window's start, rows n, values cnt, total
--- (what sum() over the raw values gives, NULL without values), min, max (numeric), avg.
--- Windows without rows only when p_empty. Without p_key the buckets are
--- slidewin.stream_pieces (cut at every start, end and multiple of the size); with it, that key's
--- rows per gcd(size, advance) seconds (slidewin.stream_buckets). When the advance divides the
--- size and a bucket lies in at most 16 windows, each bucket of the advance is added to its
--- windows instead (at most 16 x the buckets, and cheaper than the markers' sorts).
+-- windows [s, s + size) of one measure of a stream for s = first, first + advance, ... <= last
+-- (seconds; the caller checks and aligns them), in one pass over the buckets: the work grows with
+-- buckets + windows, never with windows x size. Columns: the window's start, rows n, values cnt,
+-- total (what sum() over the raw values gives, NULL without values), min, max (numeric), avg.
+-- Windows without rows only when p_empty. Without p_key the buckets are slidewin.stream_pieces
+-- (cut at every start, end and multiple of the size); with it, that key's rows per
+-- gcd(size, advance) seconds (slidewin.stream_buckets).
+--
+-- Every window has the same length L = size. Next to the buckets go two marker rows per window,
+-- at its start s and at its end s + L (no value: min, max and sum skip them). Sorted by time,
+-- markers before buckets at the same time:
+--   * running sums (rows, values, the exact sum of the finite values, the NaN/+Inf/-Inf counts)
+--     give, at each marker, those before it; a window's are its end marker's minus its start
+--     marker's (exact: integers and numeric);
+--   * time is cut into blocks of length L aligned to the epoch, so a window is the tail of one
+--     block (from s) and the head of the next (before s + L) -- van Herk / Gil-Werman: the
+--     running min and max of each block backwards give the tail's at the start marker, forwards
+--     the head's at the end marker.
+-- Then each window joins its two markers: a few sorts of buckets + 2 x windows rows, no loop.
+-- When the advance divides the size and a bucket lies in at most 16 windows (60 s every 10 s:
+-- 6), adding each bucket of the advance to its windows costs less than the markers' sorts and
+-- is still at most 16 x the buckets: that is done instead.
 CREATE OR REPLACE FUNCTION slidewin.stream_hopping_series(
     p_stream text, p_measure text, p_size integer, p_advance integer, p_first timestamptz,
     p_last timestamptz, p_key text DEFAULT NULL, p_empty boolean DEFAULT false)
@@ -43,8 +53,7 @@ BEGIN
         RETURN;
     END IF;
     IF p_size % p_advance = 0 AND p_size / p_advance <= 16 THEN
-        -- a bucket of the advance lies in at most 16 windows: add each to its windows (as
-        -- slidewin.hopping_series does)
+        -- a bucket of the advance lies in at most 16 windows: add each to its windows
         RETURN QUERY
         WITH w AS (
             SELECT s.ws, sum(b.n)::bigint AS n, sum(b.cnt)::bigint AS cnt,

@@ -1,12 +1,12 @@
--- slidewin.stream_measure(stream, measure): the measure a window over a declared stream reads,
--- and its type: the one given, or the stream's only measure when none is given; otherwise an
--- error naming the choices (the CLI's --measure).
+-- slidewin.stream_measure(stream, measure): the measure a window over a stream reads (the
+-- built-in events' is val), and its type: the one given, or the stream's only measure when none
+-- is given; otherwise an error naming the choices (the CLI's --measure).
 CREATE OR REPLACE FUNCTION slidewin.stream_measure(p_stream text, p_measure text,
                                                    OUT measure text, OUT type text)
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_s slidewin.streams := slidewin.stream_get(p_stream);
+    v_s slidewin.streams := slidewin.stream_row(p_stream);
 BEGIN
     IF p_measure IS NULL AND cardinality(v_s.measures) = 1 THEN
         p_measure := v_s.measures[1];

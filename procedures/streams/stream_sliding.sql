@@ -1,11 +1,18 @@
--- slidewin.stream_sliding(stream, measure, size, from, to): the moving window ending at each
--- second t that holds events, t in [from, to), over seconds t - size through t (both ends
--- inclusive), as slidewin.sliding for the built-in stream; columns as slidewin.stream_hopping.
--- One pass over the seconds read, as slidewin.sliding_series: sums move with the frame
--- [t - size, t], min and max from blocks of size + 1 s forwards and backwards (van Herk /
--- Gil-Werman) -- never seconds x size. When the range is shorter than the size, the stretch
--- [to - size, from) inside every window comes whole from the minute grain
--- (slidewin.stream_pieces); with p_key, that key's rows per second.
+-- slidewin.stream_sliding(stream, measure, size, from, to, key): the moving window ending at each
+-- second t that holds rows, t in [from, to), over seconds t - size through t (both ends
+-- inclusive: Kafka's sliding windows, KIP-450, at the rollups' one-second grain); columns as
+-- slidewin.stream_hopping, `final` when t + 1 s <= the watermark, `partial` when t - size <= the
+-- retention cut. With p_key, that key's rows per second (slidewin.stream_buckets).
+--
+-- One pass over the seconds read: every window has the same length L = size + 1 s. Time is cut
+-- into blocks of length L aligned to the epoch, so the window ending with t is the tail of one
+-- block (from t - size) and the head of the next (through t) -- van Herk / Gil-Werman: a running
+-- min and max of each block forwards gives the head's at t, backwards the tail's at the window's
+-- first second, which the frame [t - size, t] finds as its first row; the sums move with the
+-- frame, each second added once and taken away once (exact). Three sorts of the seconds read,
+-- never seconds x size. When the range is shorter than the size, the stretch [to - size, from)
+-- inside every window comes whole from the coarsest grains that fit (slidewin.stream_pieces),
+-- not second by second.
 CREATE OR REPLACE FUNCTION slidewin.stream_sliding(
     p_stream text, p_measure text, p_size interval, p_from timestamptz, p_to timestamptz,
     p_key text DEFAULT NULL)
@@ -30,11 +37,15 @@ DECLARE
     v_src   text;
     v_msg   text;
 BEGIN
+    IF p_key IS NOT NULL AND (slidewin.stream_row(p_stream)).builtin THEN
+        PERFORM slidewin.check_key(p_key);  -- a key no event of the built-in stream can have
+    END IF;
     PERFORM slidewin.check_window_range(p_from, p_to, 1);
     PERFORM slidewin.check_window_work(
-        format('sliding windows of %ss over stream %s', v_size, p_stream), v_len, 1,
+        format('sliding windows of %ss%s', v_size,
+               CASE WHEN p_key IS NOT NULL THEN ' for one key' ELSE '' END), v_len, 1,
         ceil(extract(epoch FROM p_to - p_from))::bigint,
-        CASE WHEN p_key IS NULL THEN ARRAY[1, 60] ELSE ARRAY[1] END);
+        CASE WHEN p_key IS NULL THEN slidewin.stream_grains(p_stream) ELSE ARRAY[1] END);
     v_gap := p_key IS NULL AND p_to - v_span < p_from;
     IF v_gap THEN  -- the stretch inside every window, cut only at block boundaries
         v_cuts := ARRAY[p_to - v_span, p_from]

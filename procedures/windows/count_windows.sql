@@ -11,7 +11,7 @@
 -- Many windows cost rows + windows, never rows x size / advance: the events are numbered newest
 -- first and cut into blocks of p_size; each row carries the running sum and the running min and
 -- max of its block forwards and backwards, so a window -- the tail of one block and the head of
--- the next (van Herk / Gil-Werman) -- is its first and last row's (slidewin.hopping_series
+-- the next (van Herk / Gil-Werman) -- is its first and last row's (slidewin.stream_hopping_series
 -- explains the idea). The work is bounded before anything is read
 -- (slidewin.check_window_work).
 --

@@ -6,7 +6,7 @@
 -- Buckets are read from the grains p_grains (the built-in stream's 1 s, 10 s, 1 min, 1 h; a
 -- declared stream's 1 s, 1 min; one grain for a key's raw rows or count windows' events), each
 -- window series cut at every window's start and end and at every multiple of the size
--- (slidewin.rollup_pieces): with g = gcd(size, advance) and G the coarsest grain dividing g, a
+-- (slidewin.stream_pieces): with g = gcd(size, advance) and G the coarsest grain dividing g, a
 -- series over a span S = (windows - 1) x advance + size reads at most S / G buckets, and at
 -- most, per grain, the buckets of the grain above that a cut falls inside times how many of its
 -- own fit in one (10 per 10 s, 6 per minute, 60 per hour), plus the span's buckets of the
