@@ -312,10 +312,14 @@ def _seed(conn: psycopg.Connection, left: Left, name: str, key: str, at: datetim
                      "VALUES (slidewin.partition_of(%s), %s, 0, %s)", (seed, seed, at))
         return
     table = left.table if name == left.name else sql.Identifier("slidewin_streams", name)
-    cols = sql.SQL(", ").join(sql.Identifier(c) for c in dict.fromkeys((key, left.on)))
-    values = [seed] * (1 if key == left.on else 2)
-    conn.execute(sql.SQL("INSERT INTO {} ({}, ts) VALUES ({}, %s)").format(
-        table, cols, sql.SQL(", ").join(sql.Placeholder() * len(values))), (*values, at))
+    if name == left.name and left.bench is not None:  # a whole row of it: its required columns
+        row = left.bench.make_rows(pa.array([seed]), pa.array([at], pa.timestamp("us", tz="UTC")),
+                                   np.random.default_rng(0)).to_pylist()[0]
+    else:
+        row = {**dict.fromkeys((key, left.on), seed), "ts": at}
+    conn.execute(sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        table, sql.SQL(", ").join(map(sql.Identifier, row)),
+        sql.SQL(", ").join(sql.Placeholder() * len(row))), list(row.values()))
 
 
 def match(conn: psycopg.Connection, name: str, start: datetime, end: datetime) -> dict[str, Any]:
